@@ -1,0 +1,93 @@
+"""Typed events the loop emits; front doors translate them into their protocol.
+
+Tool-call content items are plain dicts in one of three shapes:
+    {"type": "text", "text": str}
+    {"type": "diff", "path": str (absolute), "old_text": str | None, "new_text": str}
+    {"type": "terminal", "terminal_id": str}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    id: str
+    name: str
+    title: str
+    kind: str
+    locations: tuple[str, ...]
+    raw_input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUpdated:
+    """Status change (`in_progress`) or intermediate content (a terminal to embed)."""
+
+    id: str
+    status: str | None = None
+    content: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    id: str
+    status: str  # "completed" | "failed"
+    content: tuple[dict[str, Any], ...]
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    entries: tuple[dict[str, Any], ...]  # {content, priority, status}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    used: int
+    """Tokens of context in use after the last model call."""
+    size: int
+    """The model's context window."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TitleUpdated:
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A message for the user that is not model output (retries, fallbacks, warnings)."""
+
+    text: str
+
+
+Event = (
+    TextChunk
+    | ThoughtChunk
+    | ToolCallStarted
+    | ToolCallUpdated
+    | ToolCallFinished
+    | PlanUpdated
+    | UsageUpdated
+    | TitleUpdated
+    | Notice
+)
+Emit = Callable[[Event], Awaitable[None]]

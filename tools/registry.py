@@ -1,0 +1,82 @@
+"""The tool registry: one typed spec per tool. Imports nothing from the project.
+
+A `ToolSpec` renders the provider tool definition and (later) the `execute_code` stubs, so
+there is never a second hand-kept copy of a tool's name, description or parameters.
+Handlers return a result dict; failures are results with an `error` key, never exceptions.
+Keys starting with `_` are for front doors only (diffs, terminal ids) and never reach the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# ACP tool kinds.
+KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
+
+Handler = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+    kind: str = "other"
+    """ACP tool kind, also used for permission decisions (edit / execute ask)."""
+    parallel_safe: bool = False
+    """True when calls never conflict (read-only); path-scoped tools use `path_args`."""
+    path_args: tuple[str, ...] = ()
+    """Argument names holding file paths: locations, overlap checks, root policy."""
+    title: Callable[[dict[str, Any]], str] | None = None
+    """Short human title for a call, e.g. 'Read src/app.py'."""
+    toolset: str = "core"
+
+    def definition(self) -> dict[str, Any]:
+        """Provider-neutral definition: {name, description, parameters}."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def call_title(self, args: dict[str, Any]) -> str:
+        if self.title is not None:
+            try:
+                return self.title(args)
+            except Exception:  # a bad argument must not break the card
+                pass
+        return self.name
+
+
+@dataclass(slots=True)
+class Registry:
+    specs: dict[str, ToolSpec] = field(default_factory=dict)
+
+    def register(self, spec: ToolSpec) -> ToolSpec:
+        if spec.kind not in KINDS:
+            raise ValueError(f"unknown tool kind {spec.kind!r} for {spec.name}")
+        self.specs[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self.specs.get(name)
+
+    def select(self, names: list[str] | None = None) -> list[ToolSpec]:
+        if names is None:
+            return list(self.specs.values())
+        return [self.specs[n] for n in names if n in self.specs]
+
+    def definitions(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        return [spec.definition() for spec in self.select(names)]
+
+
+REGISTRY = Registry()
+
+
+def tool(**kwargs: Any) -> Callable[[Handler], Handler]:
+    """Decorator: register the decorated coroutine as a tool's handler."""
+
+    def wrap(handler: Handler) -> Handler:
+        REGISTRY.register(ToolSpec(handler=handler, **kwargs))
+        return handler
+
+    return wrap

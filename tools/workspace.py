@@ -1,0 +1,99 @@
+"""The Workspace seam: everything a tool does to the outside world goes through it.
+
+Implementations: `tools.local.LocalWorkspace` (disk and subprocesses) and, in the ACP door,
+`EditorWorkspace` (the editor's `fs/*` and `terminal/*` methods, falling back to local per
+capability). Tools receive a `ToolContext` carrying the workspace of their session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class WorkspaceError(Exception):
+    """A workspace operation failed in a way the model should see (missing file, binary...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    exit_code: int | None
+    """None when the command was killed (timeout, cancel)."""
+    output: str
+    """Combined stdout and stderr, capped head + tail."""
+    omitted_bytes: int = 0
+    timed_out: bool = False
+    terminal_id: str | None = None
+    """Set when the command ran in the editor's terminal."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchMatch:
+    path: str
+    """Path relative to the search root."""
+    line: int | None = None
+    text: str | None = None
+
+
+class Workspace(Protocol):
+    cwd: Path
+    roots: tuple[Path, ...]
+
+    async def read_text(self, path: Path) -> str:
+        """Whole text of a file (unsaved editor buffers win). Raises FileNotFoundError,
+        WorkspaceError (binary, too large, not a file)."""
+        ...
+
+    async def write_text(self, path: Path, text: str) -> None:
+        """Write a whole file, creating parents; keeps an existing file's mode."""
+        ...
+
+    async def search(
+        self,
+        pattern: str,
+        *,
+        root: Path,
+        target: str = "content",
+        file_glob: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[SearchMatch], int]:
+        """Regex over contents (`content`) or glob over names (`files`).
+        Returns (page of matches, total match count)."""
+        ...
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None = None,
+    ) -> CommandResult:
+        """Run a shell command in its own process group; killed with the group on
+        timeout or cancellation. `on_terminal(terminal_id)` is awaited once when the
+        command runs in an editor terminal, so the tool call can embed it."""
+        ...
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool handler gets besides its arguments."""
+
+    workspace: Workspace
+    session_id: str = ""
+    tool_call_id: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Per-session tool state (todo list, execute_code kernel...)."""
+    report: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    """Send an intermediate update of this call to the front door, e.g.
+    {"terminal_id": "..."} or {"plan": [...]}."""
+    call_tool: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    """Dispatch another tool through the same checks (used by execute_code)."""
+
+    @property
+    def cwd(self) -> Path:
+        return self.workspace.cwd
