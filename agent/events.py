@@ -91,3 +91,10 @@ Event = (
     | Notice
 )
 Emit = Callable[[Event], Awaitable[None]]
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """JSON-ready form: {"type": "tool_call_started", ...fields}."""
+    name = type(event).__name__
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    return {"type": snake, **{k: getattr(event, k) for k in event.__slots__}}

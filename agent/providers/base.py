@@ -45,6 +45,9 @@ class ToolCallRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Token counts of one completion. `input_tokens` is the whole prompt, cached parts
+    included (the context size); `cache_read_tokens` / `cache_write_tokens` are subsets of it."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -62,7 +65,21 @@ class Finish:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallRequest | Usage | Finish
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """The attempt so far failed and its partial output is void; another attempt follows.
+
+    Sent by `RetryingProvider` before each retry (same provider, after `delay` seconds) and
+    before each fallback (`provider` is then the next one in the list).
+    """
+
+    attempt: int  # 1 for the first retry or fallback of this stream, then 2, 3...
+    delay: float  # seconds waited before the next attempt
+    error: str  # the failure, worded for the user
+    provider: str  # "provider:model" of the next attempt
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallRequest | Usage | Finish | Retrying
 
 
 class Provider(Protocol):

@@ -1,0 +1,72 @@
+"""The `talaria` command. Imports stay inside each subcommand so `talaria acp` starts fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="talaria", description="A coding agent for your editor.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one task in the terminal")
+    run.add_argument("prompt")
+    run.add_argument("--cwd", default=".", help="project directory (default: current)")
+    run.add_argument("--model", help="provider:model (overrides TALARIA_MODEL)")
+    run.add_argument("--mode", help="permission mode: default, accept_edits, plan, dont_ask")
+    run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+    run.add_argument("--json", action="store_true", help="print events as JSON lines")
+    run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
+
+    demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
+    demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
+    demo.add_argument("--model", help="provider:model for --live")
+    demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+
+    sub.add_parser("config", help="print the effective configuration and its sources")
+    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
+    sub.add_parser("setup", help="choose a provider and store its key")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "acp":
+        from acp_server.server import main as acp_main
+
+        return acp_main()
+    if args.command == "config":
+        return _config()
+    if args.command == "run":
+        from acp_server.headless import run_cli
+
+        return run_cli(args)
+    if args.command == "demo":
+        from acp_server.demo import demo_cli
+
+        return demo_cli(args)
+    if args.command == "setup":
+        from acp_server.setup import setup_cli
+
+        return setup_cli()
+    return 2
+
+
+def _config() -> int:
+    from agent.config import describe, load_config
+
+    try:
+        config = load_config()
+    except ValueError as exc:
+        print(f"talaria: {exc}", file=sys.stderr)
+        return 2
+    rows = describe(config)
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, source in rows:
+        print(f"{name:<{width}}  {value or '-'}  ({source})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

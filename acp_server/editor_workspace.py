@@ -1,0 +1,132 @@
+"""EditorWorkspace: the Workspace seam over the editor's ACP client methods.
+
+Reads go through `fs/read_text_file` (unsaved buffers win), writes through
+`fs/write_text_file` (edits land in the editor's review UI), commands through
+`terminal/create` + `terminal/wait_for_exit` + `terminal/output`, always followed by
+`terminal/release`. Each capability the client does not advertise falls back to the local
+workspace, per capability: CodeCompanion advertises fs but no terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from acp_server.jsonrpc import Peer, RpcError
+from tools.local import LocalWorkspace
+from tools.workspace import CommandResult, SearchMatch, WorkspaceError
+
+FS_TIMEOUT = 30.0
+"""Seconds to wait for an `fs/*` answer; some clients never answer what they don't know."""
+TERMINAL_CALL_TIMEOUT = 30.0
+NOT_FOUND = -32002
+
+
+class EditorWorkspace:
+    def __init__(
+        self, peer: Peer, session_id: str, capabilities: dict[str, Any], local: LocalWorkspace
+    ) -> None:
+        fs = capabilities.get("fs") or {}
+        self.peer = peer
+        self.session_id = session_id
+        self.local = local
+        self.cwd = local.cwd
+        self.roots = local.roots
+        self.can_read = bool(fs.get("readTextFile"))
+        self.can_write = bool(fs.get("writeTextFile"))
+        self.can_terminal = bool(capabilities.get("terminal"))
+
+    async def read_text(self, path: Path) -> str:
+        if not self.can_read:
+            return await self.local.read_text(path)
+        try:
+            result = await self.peer.request(
+                "fs/read_text_file", {"sessionId": self.session_id, "path": str(path)},
+                timeout=FS_TIMEOUT,
+            )
+        except RpcError as exc:
+            if exc.code == NOT_FOUND or not path.exists():
+                raise FileNotFoundError(str(path)) from None
+            raise WorkspaceError(f"the editor could not read {path}: {exc.message}") from None
+        content = (result or {}).get("content")
+        if not isinstance(content, str):
+            raise WorkspaceError(f"the editor returned no text for {path}")
+        # Some clients (CodeCompanion) answer "" for a missing file instead of an error.
+        if content == "" and not path.exists():
+            raise FileNotFoundError(str(path))
+        if "\x00" in content:
+            raise WorkspaceError(f"binary file: {path}")
+        return content
+
+    async def write_text(self, path: Path, text: str) -> None:
+        if not self.can_write:
+            return await self.local.write_text(path, text)
+        try:
+            await self.peer.request(
+                "fs/write_text_file",
+                {"sessionId": self.session_id, "path": str(path), "content": text},
+                timeout=FS_TIMEOUT,
+            )
+        except RpcError as exc:
+            raise WorkspaceError(f"the editor could not write {path}: {exc.message}") from None
+
+    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+        return await self.local.search(pattern, **kwargs)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None = None,
+    ) -> CommandResult:
+        if not self.can_terminal:
+            return await self.local.run(
+                command, cwd=cwd, timeout=timeout, output_limit=output_limit, on_terminal=on_terminal
+            )
+        created = await self._call("terminal/create", {
+            "command": "bash", "args": ["-c", command], "cwd": str(cwd),
+            "outputByteLimit": output_limit,
+        })
+        terminal_id = created["terminalId"]
+        try:
+            if on_terminal is not None:
+                await on_terminal(terminal_id)
+            exit_status: dict[str, Any] | None = None
+            with anyio.move_on_after(timeout):
+                exit_status = await self.peer.request(
+                    "terminal/wait_for_exit",
+                    {"sessionId": self.session_id, "terminalId": terminal_id}, timeout=None,
+                )
+            if exit_status is None:
+                await self._call("terminal/kill", {"terminalId": terminal_id})
+            output = await self._call("terminal/output", {"terminalId": terminal_id})
+        except BaseException:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._call("terminal/kill", {"terminalId": terminal_id})
+            raise
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._call("terminal/release", {"terminalId": terminal_id})
+        text = output.get("output", "")
+        if output.get("truncated"):
+            text = "[earlier output truncated by the editor]\n" + text
+        code = (exit_status or output.get("exitStatus") or {}).get("exitCode")
+        return CommandResult(
+            exit_code=code if exit_status is not None else None, output=text,
+            omitted_bytes=0, timed_out=exit_status is None, terminal_id=terminal_id,
+        )
+
+    async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = await self.peer.request(
+                method, {"sessionId": self.session_id, **params}, timeout=TERMINAL_CALL_TIMEOUT
+            )
+        except RpcError as exc:
+            raise WorkspaceError(f"the editor's {method} failed: {exc.message}") from None
+        return result or {}

@@ -1,0 +1,82 @@
+"""Replay a stored transcript as ACP `session/update`s (for `session/load`).
+
+Tool calls are replayed once each, with their final status and content; live terminal ids
+are never replayed (the terminal is gone), the command's output is shown as text instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from acp_server.updates import locations, plan_entries, text_block, tool_content
+from agent.providers.base import Message
+from tools.registry import ToolSpec
+
+
+def replay_updates(messages: list[Message], tools: dict[str, ToolSpec]) -> Iterator[dict[str, Any]]:
+    results = {m["tool_call_id"]: m for m in messages if m.get("role") == "tool"}
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            yield from _user(message.get("content"))
+        elif role == "assistant":
+            if message.get("reasoning"):
+                yield {"sessionUpdate": "agent_thought_chunk", "content": text_block(message["reasoning"])}
+            if message.get("content"):
+                yield {"sessionUpdate": "agent_message_chunk", "content": text_block(message["content"])}
+            for call in message.get("tool_calls") or ():
+                yield _tool_call(call, results.get(call["id"]), tools.get(call["name"]))
+                if call["name"] == "todo" and (plan := _plan(results.get(call["id"]))) is not None:
+                    yield {"sessionUpdate": "plan", "entries": plan}
+
+
+def _user(content: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(content, str):
+        yield {"sessionUpdate": "user_message_chunk", "content": text_block(content)}
+        return
+    for part in content or ():
+        if part.get("type") == "text":
+            yield {"sessionUpdate": "user_message_chunk", "content": text_block(part["text"])}
+        elif part.get("type") == "image":
+            yield {"sessionUpdate": "user_message_chunk",
+                   "content": {"type": "image", "mimeType": part["mime_type"], "data": part["data"]}}
+
+
+def _tool_call(call: dict[str, Any], result: Message | None, spec: ToolSpec | None) -> dict[str, Any]:
+    try:
+        args = json.loads(call.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {}
+    args = args if isinstance(args, dict) else {}
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call", "toolCallId": call["id"],
+        "title": spec.call_title(args) if spec else call["name"],
+        "kind": spec.kind if spec else "other",
+        "status": (result or {}).get("status", "failed"), "rawInput": args,
+    }
+    if paths := (result or {}).get("locations"):
+        update["locations"] = locations(tuple(paths))
+    display = (result or {}).get("display") or [{"type": "text", "text": "No result was recorded."}]
+    update["content"] = [tool_content(_no_live_terminal(item, result)) for item in display]
+    return update
+
+
+def _no_live_terminal(item: dict[str, Any], result: Message | None) -> dict[str, Any]:
+    if item.get("type") != "terminal":
+        return item
+    try:
+        output = json.loads((result or {}).get("content") or "{}").get("output", "")
+    except (json.JSONDecodeError, AttributeError):
+        output = ""
+    return {"type": "text", "text": output or "(terminal output not recorded)"}
+
+
+def _plan(result: Message | None) -> list[dict[str, Any]] | None:
+    try:
+        data = json.loads((result or {}).get("content") or "")
+    except json.JSONDecodeError:
+        return None
+    todos = data.get("todos") if isinstance(data, dict) else None
+    return plan_entries(todos) if isinstance(todos, list) else None

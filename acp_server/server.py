@@ -1,0 +1,349 @@
+"""`talaria acp`: the Agent Client Protocol v1 agent on stdio.
+
+Maps protocol methods onto the agent layer; owns no agent logic. Start-up stays light
+(no provider SDK import before the first prompt) because editors wait on `initialize`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from acp_server import commands
+from acp_server.content import text_of, user_content
+from acp_server.history import replay_updates
+from acp_server.jsonrpc import Peer, Reply, RpcError
+from acp_server.updates import iso, to_update
+from agent.config import Config
+from agent.permissions import MODES, PermissionAsk
+from agent.session import Session
+from agent.store import Store
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+VERSION = "0.1.0"
+LIST_PAGE = 50
+MODE_NAMES = {
+    "default": ("Default", "Ask before edits and commands"),
+    "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
+    "plan": ("Plan", "Read-only: no edits, no commands"),
+    "dont_ask": ("Don't ask", "No prompts, except for sensitive paths"),
+}
+EFFORTS = ("default", "low", "medium", "high")
+PERMISSION_OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+
+
+def _param(params: dict[str, Any], name: str, kind: type = str) -> Any:
+    value = params.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise RpcError.invalid_params(f"`{name}` must be a {kind.__name__}")
+    return value
+
+
+def _cwd(params: dict[str, Any]) -> Path:
+    cwd = Path(_param(params, "cwd"))
+    if not cwd.is_absolute():
+        raise RpcError.invalid_params("`cwd` must be an absolute path")
+    if not cwd.is_dir():
+        raise RpcError.resource_not_found(f"cwd does not exist: {cwd}")
+    return cwd
+
+
+class AcpServer:
+    def __init__(self, peer: Peer, config: Config) -> None:
+        self.peer = peer
+        self.config = config
+        self.client_capabilities: dict[str, Any] = {}
+        self.sessions: dict[str, Session] = {}
+        self.running: set[str] = set()
+        self._store: Store | None = None
+        for method, handler in {
+            "initialize": self.initialize, "authenticate": self.authenticate,
+            "session/new": self.new_session, "session/load": self.load_session,
+            "session/resume": self.resume_session, "session/list": self.list_sessions,
+            "session/close": self.close_session, "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode, "session/set_config_option": self.set_config_option,
+        }.items():
+            peer.on_request(method, handler)
+        peer.on_notification("session/cancel", self.cancel)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:  # opened on first use: `initialize` stays instant
+            from agent.runtime import open_store
+
+            self._store = open_store(self.config)
+        return self._store
+
+    def close(self) -> None:
+        for session in self.sessions.values():
+            session.cancel()
+        if self._store is not None:
+            self._store.close()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        _param(params, "protocolVersion", int)
+        caps = params.get("clientCapabilities")
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+            },
+            "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
+            "authMethods": [{
+                "id": "setup", "name": "Configure a model",
+                "description": "Choose a provider and enter its API key (runs `talaria setup`).",
+                "type": "terminal", "args": ["setup"],
+            }],
+        }
+
+    async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+        _param(params, "methodId")
+        self._provider(None)  # raises auth_required with how-to when nothing is configured
+        return {}
+
+    def _provider(self, model: str | None) -> Any:
+        from agent.providers.errors import ProviderError
+        from agent.runtime import make_provider
+
+        try:
+            return make_provider(self.config, model)
+        except ProviderError as exc:
+            raise RpcError.auth_required(exc.user_message()) from None
+
+    def _session(self, params: dict[str, Any]) -> Session:
+        session_id = _param(params, "sessionId")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError.resource_not_found(f"unknown session {session_id}")
+        return session
+
+    def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
+               session_id: str | None = None, history: list[Any] | None = None) -> Session:
+        from acp_server.editor_workspace import EditorWorkspace
+        from agent.runtime import new_session
+        from tools.local import LocalWorkspace
+
+        provider = self._provider(model)
+        holder: dict[str, str] = {}
+        workspace = EditorWorkspace(self.peer, "", self.client_capabilities, LocalWorkspace(cwd))
+        session = new_session(
+            self.config, cwd=cwd, workspace=workspace, provider=provider, store=self.store,
+            asker=lambda ask: self._ask(holder["id"], ask), mode=mode, session_id=session_id,
+            history=history,
+        )
+        holder["id"] = workspace.session_id = session.id
+        self.sessions[session.id] = session
+        return session
+
+    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        cwd = _cwd(params)
+        session = self._build(cwd, model=None)
+        return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
+
+    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._restore(params)
+        for update in replay_updates(session.store.messages(session.id), {t.name: t for t in session.tools}):
+            await self._notify(session.id, update)
+        return Reply(self._state(session), then=self._commands(session))
+
+    async def resume_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._restore(params)
+        return Reply(self._state(session), then=self._commands(session))
+
+    def _restore(self, params: dict[str, Any]) -> Session:
+        session_id = _param(params, "sessionId")
+        cwd = _cwd(params)
+        if session_id in self.sessions:
+            return self.sessions[session_id]
+        record = self.store.get_session(session_id)
+        if record is None:
+            raise RpcError.resource_not_found(f"unknown session {session_id}")
+        history = self.store.messages(session_id, include_archived=False)
+        session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
+                              mode=record.mode if record.mode in MODES else None,
+                              session_id=session_id, history=history)
+        session.title = record.title
+        return session
+
+    async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        cwd = params.get("cwd")
+        cursor = params.get("cursor")
+        if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
+            raise RpcError.invalid_params("`cwd` and `cursor` must be strings")
+        try:
+            before = float(cursor) if cursor else None
+        except ValueError:
+            raise RpcError.invalid_params("`cursor` is not one this agent issued") from None
+        records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
+        page = records[:LIST_PAGE]
+        result: dict[str, Any] = {"sessions": [
+            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": iso(r.updated_at)}
+            for r in page
+        ]}
+        if len(records) > LIST_PAGE:
+            result["nextCursor"] = repr(page[-1].updated_at)
+        return result
+
+    async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        session.cancel()
+        self.sessions.pop(session.id, None)
+        return {}
+
+    # -- modes and config options ---------------------------------------------------------
+
+    def _state(self, session: Session) -> dict[str, Any]:
+        mode = session.permissions.mode if session.permissions.mode in MODES else "default"
+        return {
+            "modes": {"currentModeId": mode, "availableModes": [
+                {"id": m, "name": MODE_NAMES[m][0], "description": MODE_NAMES[m][1]} for m in MODES
+            ]},
+            "configOptions": self._config_options(session),
+        }
+
+    def _config_options(self, session: Session) -> list[dict[str, Any]]:
+        models = dict.fromkeys([session.provider.name, *(self.config.model or "").split()[:1],
+                                *self.config.fallback_models])
+        effort = session.state.get("reasoning_effort") or "default"
+        return [
+            {"id": "mode", "name": "Mode", "category": "mode", "type": "select",
+             "currentValue": session.permissions.mode,
+             "options": [{"value": m, "name": MODE_NAMES[m][0]} for m in MODES]},
+            {"id": "model", "name": "Model", "category": "model", "type": "select",
+             "currentValue": session.provider.name,
+             "options": [{"value": m, "name": m} for m in models if m]},
+            {"id": "reasoning_effort", "name": "Reasoning effort", "category": "thought_level",
+             "type": "select", "currentValue": effort,
+             "options": [{"value": e, "name": e.capitalize()} for e in EFFORTS]},
+        ]
+
+    async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        await self.apply_option(session, "mode", _param(params, "modeId"))
+        return {}
+
+    async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(params)
+        await self.apply_option(session, _param(params, "configId"), params.get("value"))
+        return {"configOptions": self._config_options(session)}
+
+    async def apply_option(self, session: Session, option: str, value: Any) -> None:
+        """Change mode, model or reasoning effort, keeping modes and options in sync."""
+        if not isinstance(value, str):
+            raise RpcError.invalid_params("`value` must be a string")
+        if option == "mode":
+            if value not in MODES:
+                raise RpcError.invalid_params(f"unknown mode {value!r}; modes: {', '.join(MODES)}")
+            session.permissions.mode = value
+            session.store.update_session(session.id, mode=value)
+            await self._notify(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": value})
+        elif option == "model":
+            session.provider = self._provider(value)
+            session.context_window = self.config.window_for(value)
+            session.store.update_session(session.id, model=value)
+        elif option == "reasoning_effort":
+            if value not in EFFORTS:
+                raise RpcError.invalid_params(f"unknown effort {value!r}; choose from {', '.join(EFFORTS)}")
+            session.state["reasoning_effort"] = None if value == "default" else value
+        else:
+            raise RpcError.invalid_params(f"unknown config option {option!r}")
+        await self._notify(session.id, {"sessionUpdate": "config_option_update",
+                                        "configOptions": self._config_options(session)})
+
+    # -- prompts ----------------------------------------------------------------------------
+
+    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        from agent.loop import run_turn
+        from agent.providers.errors import AuthError, BillingError, ProviderError
+
+        session = self._session(params)
+        if session.id in self.running:
+            raise RpcError.invalid_params("a prompt is already running in this session")
+        self.running.add(session.id)
+        try:
+            content = await user_content(params.get("prompt"), session.workspace)
+            command = commands.parse(text_of(content))
+            if command is not None:
+                return {"stopReason": await commands.run(self, session, *command)}
+            try:
+                reason = await run_turn(session, content, lambda e: self._emit(session.id, e))
+            except (AuthError, BillingError) as exc:
+                raise RpcError.auth_required(exc.user_message()) from None
+            except ProviderError as exc:
+                raise RpcError.internal(exc.user_message()) from None
+            return {"stopReason": reason}
+        finally:
+            self.running.discard(session.id)
+
+    async def cancel(self, params: dict[str, Any]) -> None:
+        session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        if session is not None:
+            session.cancel()  # no turn running: a no-op
+
+    async def _ask(self, session_id: str, ask: PermissionAsk) -> str:
+        tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
+        if ask.reason not in ("edit", "command"):
+            tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": f"Asking because: {ask.reason}"}}]
+        result = await self.peer.request(
+            "session/request_permission",
+            {"sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
+            timeout=None,
+        )
+        outcome = (result or {}).get("outcome") or {}
+        if outcome.get("outcome") != "selected":
+            return "cancelled"
+        chosen = outcome.get("optionId")
+        return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"
+
+    async def _emit(self, session_id: str, event: Any) -> None:
+        update = to_update(event)
+        if update is not None:
+            await self._notify(session_id, update)
+
+    async def _notify(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
+
+    def _commands(self, session: Session) -> Any:
+        """`available_commands_update`, sent right after the new/load/resume response."""
+        return lambda: self._notify(session.id, commands.available_update())
+
+
+async def serve(reader: Any, writer: Any, config: Config) -> None:
+    peer = Peer(reader, writer)
+    server = AcpServer(peer, config)
+    try:
+        await peer.serve()
+    finally:
+        server.close()
+
+
+def main() -> int:
+    from acp_server.logs import setup_logging
+    from acp_server.stdio import protect_stdout
+    from agent.config import load_config
+
+    reader, writer = protect_stdout()
+    try:
+        config = load_config()
+    except ValueError as exc:
+        print(f"talaria: {exc}")  # fd 1 is stderr now
+        return 2
+    setup_logging(config.home, config.log_level)
+    anyio.run(serve, reader, writer, config)
+    return 0

@@ -1,0 +1,118 @@
+"""Guard the process's stdio so that only protocol bytes reach the editor.
+
+Stray stdout output (a `print`, a library banner, a child process inheriting fd 1) is the most
+common way ACP agents break in editors, and patching `sys.stdout` does not stop a subprocess.
+So the guard works on file descriptors:
+
+- the real stdout is moved to a private, close-on-exec fd that only the protocol writes to, and
+  fd 1 becomes a copy of stderr (prints and children's output land in the editor's log);
+- the real stdin is moved to a private fd too, and fd 0 reads /dev/null, so a child process
+  (`git` asking for a password, a script calling `input()`) cannot eat protocol bytes.
+
+    streams = protect_stdio()
+    peer = Peer(streams.reader, streams.writer)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from typing import NamedTuple
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio import from_thread, to_thread
+
+READ_CHUNK_BYTES = 1024 * 1024
+READ_BUFFER_CHUNKS = 4
+"""Chunks read ahead of the event loop (back-pressure: at most ~4 MiB in flight)."""
+
+
+class StdioStreams(NamedTuple):
+    reader: anyio.abc.ByteReceiveStream
+    writer: anyio.abc.ByteSendStream
+
+
+def protect_stdio() -> StdioStreams:
+    """Move the protocol off fds 0/1 (see the module docstring); call once, at start-up."""
+    sys.stdout.flush()
+    protocol_out = os.dup(1)  # os.dup makes a non-inheritable fd (PEP 446): children can't write
+    protocol_in = os.dup(0)
+    os.set_inheritable(protocol_out, False)
+    os.set_inheritable(protocol_in, False)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    return StdioStreams(FdReceiveStream(protocol_in), FdSendStream(protocol_out))
+
+
+protect_stdout = protect_stdio
+
+
+def fd_streams(read_fd: int, write_fd: int) -> StdioStreams:
+    """Streams over two fds (pipes, sockets, ttys), e.g. for tests or a headless client."""
+    return StdioStreams(FdReceiveStream(read_fd), FdSendStream(write_fd))
+
+
+class FdReceiveStream(anyio.abc.ByteReceiveStream):
+    """Reads an fd in a daemon thread, in chunks, without blocking the event loop.
+
+    A daemon thread rather than an anyio worker thread: a worker blocked in `read(0)` would keep
+    the interpreter from exiting when the loop stops for any reason other than EOF.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._chunks: anyio.abc.ObjectReceiveStream[bytes] | None = None
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._chunks is None:
+            self._chunks = self._start_reader()
+        try:
+            return await self._chunks.receive()
+        except anyio.ClosedResourceError:  # we were closed: same as EOF for the reader
+            raise anyio.EndOfStream from None
+
+    def _start_reader(self) -> anyio.abc.ObjectReceiveStream[bytes]:
+        send, receive = anyio.create_memory_object_stream[bytes](READ_BUFFER_CHUNKS)
+        token = anyio.lowlevel.current_token()
+
+        def pump() -> None:
+            # Any error (EBADF, loop gone, receiver closed) means: stop, and report EOF.
+            with contextlib.suppress(Exception):
+                while chunk := os.read(self._fd, READ_CHUNK_BYTES):
+                    from_thread.run(send.send, chunk, token=token)
+            with contextlib.suppress(Exception):
+                from_thread.run_sync(send.close, token=token)
+
+        threading.Thread(target=pump, name=f"stdio-read-{self._fd}", daemon=True).start()
+        return receive
+
+    async def aclose(self) -> None:
+        if self._chunks is not None:
+            await self._chunks.aclose()
+
+
+class FdSendStream(anyio.abc.ByteSendStream):
+    """Writes whole buffers to an fd from a worker thread (pipes may accept partial writes)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def send(self, item: bytes) -> None:
+        await to_thread.run_sync(_write_all, self._fd, item)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,76 @@
+"""Agent events -> ACP `session/update` payloads (the `update` object), and tool content."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from agent import events as ev
+
+PRIORITY = ("high", "medium", "low")
+PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def tool_content(item: dict[str, Any]) -> dict[str, Any]:
+    """One agent content item (see agent.events) as ACP ToolCallContent."""
+    if item["type"] == "diff":
+        return {"type": "diff", "path": item["path"], "oldText": item.get("old_text"),
+                "newText": item["new_text"]}
+    if item["type"] == "terminal":
+        return {"type": "terminal", "terminalId": item["terminal_id"]}
+    return {"type": "content", "content": text_block(item.get("text", ""))}
+
+
+def locations(paths: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{"path": path} for path in paths]
+
+
+def plan_entries(entries: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"content": str(e.get("content", "")),
+         "priority": e.get("priority") if e.get("priority") in PRIORITY else "medium",
+         "status": PLAN_STATUS.get(e.get("status", ""), "pending")}
+        for e in entries
+    ]
+
+
+def iso(timestamp: float | None = None) -> str:
+    """RFC 3339 UTC time (now when no timestamp is given)."""
+    moment = datetime.now(UTC) if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def to_update(event: ev.Event) -> dict[str, Any] | None:
+    """The ACP update for an event, or None for events with no ACP form."""
+    match event:
+        case ev.TextChunk(text=text):
+            return {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
+        case ev.ThoughtChunk(text=text):
+            return {"sessionUpdate": "agent_thought_chunk", "content": text_block(text)}
+        case ev.ToolCallStarted():
+            return {"sessionUpdate": "tool_call", "toolCallId": event.id, "title": event.title,
+                    "kind": event.kind, "status": "pending", "locations": locations(event.locations),
+                    "rawInput": event.raw_input}
+        case ev.ToolCallUpdated(id=call_id, status=status, content=content):
+            update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+            if status:
+                update["status"] = status
+            if content:
+                update["content"] = [tool_content(c) for c in content]
+            return update
+        case ev.ToolCallFinished(id=call_id, status=status, content=content):
+            return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status,
+                    "content": [tool_content(c) for c in content]}
+        case ev.PlanUpdated(entries=entries):
+            return {"sessionUpdate": "plan", "entries": plan_entries(entries)}
+        case ev.UsageUpdated(used=used, size=size):
+            return {"sessionUpdate": "usage_update", "used": used, "size": size}
+        case ev.TitleUpdated(title=title):
+            return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": iso()}
+        case ev.Notice(text=text):
+            return {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {text}\n")}
+    return None

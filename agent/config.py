@@ -1,0 +1,164 @@
+"""Configuration: command-line flag > environment > `$TALARIA_HOME/config.toml` > default.
+
+Every setting is declared once in `FIELDS` (name, environment variable, default, docstring);
+`load_config` returns the effective values and where each came from, which is what
+`talaria config` prints.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
+PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    env: str
+    default: Any
+    doc: str
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("model", "TALARIA_MODEL", None, "Model as provider:model, e.g. openai:gpt-4.1."),
+    Field("fallback_models", "TALARIA_FALLBACK_MODELS", (), "Models tried after retries fail."),
+    Field("max_turns", "TALARIA_MAX_TURNS", 90, "Model calls allowed per prompt."),
+    Field("mode", "TALARIA_MODE", "default", "Permission mode: default, accept_edits, plan, dont_ask."),
+    Field("context_window", "TALARIA_CONTEXT_WINDOW", None, "Context window override, in tokens."),
+    Field("reasoning_effort", "TALARIA_REASONING_EFFORT", None, "low, medium or high, if supported."),
+    Field("max_tokens", "TALARIA_MAX_TOKENS", 8192, "Output tokens per model call."),
+    Field("log_level", "TALARIA_LOG_LEVEL", "INFO", "Log level for stderr and logs/."),
+)
+FIELD_NAMES = frozenset(f.name for f in FIELDS)
+
+# Known context windows; `[providers.NAME] context_window` or `context_window` override them.
+CONTEXT_WINDOWS = {
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-5": 400_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "claude": 200_000,
+    "qwen": 32_768,
+    "llama": 131_072,
+    "deepseek": 128_000,
+}
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    home: Path
+    model: str | None = None
+    fallback_models: tuple[str, ...] = ()
+    max_turns: int = 90
+    mode: str = "default"
+    context_window: int | None = None
+    reasoning_effort: str | None = None
+    max_tokens: int = 8192
+    log_level: str = "INFO"
+    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each value came from: flag, env VAR, config.toml, default."""
+
+    def window_for(self, model: str | None) -> int:
+        """The context window of `model`: explicit setting, provider table, known default."""
+        if self.context_window:
+            return self.context_window
+        provider, _, name = (model or "").partition(":")
+        table = self.providers.get(provider, {})
+        if table.get("context_window"):
+            return int(table["context_window"])
+        for prefix, window in CONTEXT_WINDOWS.items():
+            if name.startswith(prefix):
+                return window
+        return DEFAULT_CONTEXT_WINDOW
+
+
+def talaria_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("TALARIA_HOME") or Path.home() / ".talaria").expanduser()
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name == "fallback_models":
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return tuple(value)
+    if name in ("max_turns", "context_window", "max_tokens") and value is not None:
+        number = int(value)
+        if number <= 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+        return number
+    return value
+
+
+def load_config(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Config:
+    """Merge the four layers. Raises ValueError with the file and key on a bad config.toml."""
+    env = os.environ if env is None else env
+    flags = flags or {}
+    home = talaria_home(env)
+    path = home / "config.toml"
+    file_values: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for f in FIELDS:
+        if flags.get(f.name) is not None:
+            raw, source = flags[f.name], "flag"
+        elif env.get(f.env):
+            raw, source = env[f.env], f"env {f.env}"
+        elif f.name in file_values:
+            raw, source = file_values[f.name], "config.toml"
+        else:
+            raw, source = f.default, "default"
+        try:
+            values[f.name] = _coerce(f.name, raw)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bad value for {f.name} ({source}): {exc}") from exc
+        sources[f.name] = source
+    providers = file_values.get("providers", {})
+    if not isinstance(providers, dict):
+        raise ValueError(f"{path}: [providers] must be a table of tables")
+    return Config(home=home, providers=providers, sources=sources, **values)
+
+
+def mask(secret: str) -> str:
+    return "(unset)" if not secret else f"{secret[:3]}…{secret[-2:]}" if len(secret) > 8 else "***"
+
+
+def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(name, value, source) rows for `talaria config`; secrets masked."""
+    env = os.environ if env is None else env
+    rows = [("home", str(config.home), "env TALARIA_HOME" if env.get("TALARIA_HOME") else "default")]
+    for f in FIELDS:
+        value = getattr(config, f.name)
+        shown = ",".join(value) if isinstance(value, tuple) else ("" if value is None else str(value))
+        rows.append((f.name, shown, config.sources.get(f.name, "default")))
+    rows.append(("context_window (effective)", str(config.window_for(config.model)), "derived"))
+    for name, table in sorted(config.providers.items()):
+        for key, value in sorted(table.items()):
+            rows.append((f"providers.{name}.{key}", str(value), "config.toml"))
+        key_env = table.get("api_key_env")
+        if key_env:
+            rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), f"env {key_env}"))
+    for name in SECRET_ENV:
+        if env.get(name):
+            rows.append((name, mask(env[name]), f"env {name}"))
+    for name in PROVIDER_ENV:
+        if env.get(name):
+            rows.append((name, env[name], f"env {name}"))
+    return rows

@@ -1,0 +1,158 @@
+"""The agent loop: query the model, run its tool calls, append results, repeat.
+
+A turn ends when the model stops calling tools (`end_turn`), runs out of output tokens
+(`max_tokens`), refuses (`refusal`), exceeds `max_turns` model calls (`max_turn_requests`),
+or is cancelled (`cancelled`). Provider errors propagate to the front door after the user's
+message is safely in the transcript. Every message is committed as it is appended.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from agent import tokens
+from agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
+from agent.providers.base import (
+    Finish,
+    Message,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolCallRequest,
+    Usage,
+)
+from agent.session import Session
+from agent.tool_runner import run_tool_calls
+
+TITLE_LIMIT = 60
+
+
+class TurnEnded(Exception):
+    """Ends a turn early; carries the ACP stop reason."""
+
+    def __init__(self, stop_reason: str) -> None:
+        super().__init__(stop_reason)
+        self.stop_reason = stop_reason
+
+
+async def run_turn(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> str:
+    """Run one user prompt to completion; returns the ACP stop reason."""
+    session.append({"role": "user", "content": content})
+    with anyio.CancelScope() as scope:
+        session.cancel_scope = scope
+        try:
+            reason = await _steps(session, emit)
+        except TurnEnded as end:
+            reason = end.stop_reason
+        finally:
+            session.cancel_scope = None
+        await _title(session, content, emit)
+        return reason
+    return "cancelled"
+
+
+async def _steps(session: Session, emit: Emit) -> str:
+    for _ in range(session.max_turns):
+        message, calls, finish = await query(session, emit)
+        session.append(message)
+        if finish.reason == "refusal":
+            raise TurnEnded("refusal")
+        if finish.reason == "length" and not calls:
+            raise TurnEnded("max_tokens")
+        if not calls:
+            return "end_turn"
+        await run_tool_calls(session, calls, emit)
+    raise TurnEnded("max_turn_requests")
+
+
+async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallRequest], Finish]:
+    """Stream one model call; returns the assistant message, its tool calls and finish."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCallRequest] = []
+    usage, finish = Usage(), Finish("stop")
+    started = time.monotonic()
+    stream = session.provider.stream(
+        session.messages, session.tool_definitions(), max_tokens=session.max_tokens
+    )
+    try:
+        async for event in stream:
+            match event:
+                case TextDelta(text=delta):
+                    text.append(delta)
+                    await emit(TextChunk(delta))
+                case ReasoningDelta(text=delta):
+                    reasoning.append(delta)
+                    await emit(ThoughtChunk(delta))
+                case ToolCallRequest():
+                    calls.append(event)
+                case Usage():
+                    usage = event
+                case Finish():
+                    finish = event
+                case Retrying():
+                    # The failed attempt's partial output is discarded; the user is told.
+                    text.clear(), reasoning.clear(), calls.clear()
+                    await emit(Notice(f"{event.error}; retrying in {event.delay:.1f}s "
+                                      f"(attempt {event.attempt}, {event.provider})"))
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            if text or reasoning:
+                session.append(_assistant(text, reasoning, [], {}) | {"interrupted": True})
+        raise
+    finally:
+        await _aclose(stream)
+    message = _assistant(text, reasoning, calls, finish.extras)
+    message["usage"] = {k: getattr(usage, k) for k in Usage.__slots__}
+    message["model"] = session.provider.name
+    message["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    await _usage(session, usage, emit)
+    return message, calls, finish
+
+
+def _assistant(
+    text: list[str], reasoning: list[str], calls: list[ToolCallRequest], extras: dict[str, Any]
+) -> Message:
+    message: Message = {"role": "assistant", "content": "".join(text)}
+    if reasoning:
+        message["reasoning"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+    return message | extras
+
+
+async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
+    used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    used += usage.output_tokens
+    if used == 0:  # the provider reported nothing: count it ourselves
+        used = tokens.count_messages(session.messages, session.tool_definitions())
+    session.last_usage = used
+    await emit(UsageUpdated(
+        used=used, size=session.context_window, input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    ))
+
+
+async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
+    if session.title is not None:
+        return
+    text = content if isinstance(content, str) else " ".join(
+        part.get("text", "") for part in content if part.get("type") == "text"
+    )
+    first = " ".join(text.split())[:TITLE_LIMIT].strip() or "Untitled"
+    session.title = first
+    if session.store is not None:
+        session.store.update_session(session.id, title=first)
+    with anyio.CancelScope(shield=True):
+        await emit(TitleUpdated(first))
+
+
+async def _aclose(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        with anyio.CancelScope(shield=True):
+            await close()

@@ -1,0 +1,73 @@
+"""Wiring: build a ready Session from configuration, for every front door."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config import Config
+from agent.permissions import Asker, Permissions, deny_all
+from agent.prompt import system_prompt
+from agent.providers.base import Message, Provider
+from agent.session import Session
+from agent.store import Store
+from tools.builtin import CORE_TOOLS, load_builtin_tools
+from tools.workspace import Workspace
+
+
+def open_store(config: Config) -> Store:
+    return Store(config.home / "sessions.db")
+
+
+def make_provider(config: Config, model: str | None = None) -> Provider:
+    """The configured model with retries and fallbacks. Raises AuthError without credentials."""
+    from agent.providers.factory import create_retrying_provider
+
+    chosen = model or config.model
+    if not chosen:
+        from agent.providers.errors import AuthError
+
+        raise AuthError(
+            "no model configured. Set TALARIA_MODEL (e.g. openai:gpt-4.1 with OPENAI_API_KEY, "
+            "or anthropic:claude-sonnet-4-5 with ANTHROPIC_API_KEY), put `model = \"...\"` in "
+            f"{config.home / 'config.toml'}, or run `talaria setup`"
+        )
+    return create_retrying_provider(
+        chosen, list(config.fallback_models), providers=config.providers
+    )
+
+
+def new_session(
+    config: Config,
+    *,
+    cwd: Path,
+    workspace: Workspace,
+    provider: Provider,
+    store: Store | None,
+    asker: Asker = deny_all,
+    mode: str | None = None,
+    tool_names: tuple[str, ...] = CORE_TOOLS,
+    session_id: str | None = None,
+    history: list[Message] | None = None,
+) -> Session:
+    """A new session, or with `history` a stored one brought back (store left as it is)."""
+    registry = load_builtin_tools()
+    session = Session(
+        cwd=cwd,
+        workspace=workspace,
+        provider=provider,
+        tools=registry.select(list(tool_names)),
+        permissions=Permissions(roots=workspace.roots, mode=mode or config.mode, asker=asker),
+        context_window=config.window_for(provider.name),
+        store=store,
+        max_turns=config.max_turns,
+        max_tokens=config.max_tokens,
+    )
+    if session_id:
+        session.id = session_id
+    if history is not None:
+        session.messages = list(history)
+        return session
+    if store is not None:
+        store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode)
+    session.append({"role": "system", "content": system_prompt(cwd)})
+    return session

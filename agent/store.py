@@ -1,0 +1,164 @@
+"""The session store: SQLite in WAL mode at `$TALARIA_HOME/sessions.db`.
+
+Every message is committed as it is appended, so a crash (even `kill -9`) loses at most the
+message in flight, and WAL keeps the database consistent. Messages are never deleted:
+compaction archives them (`archived = 1`) and they stay available for history and export.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    model TEXT,
+    mode TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    archived INTEGER NOT NULL DEFAULT 0,
+    message TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions (cwd, updated_at);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: str
+    cwd: str
+    title: str | None
+    model: str | None
+    mode: str | None
+    created_at: float
+    updated_at: float
+    meta: dict[str, Any]
+
+
+class Store:
+    """Thread-safe (one connection, one lock); calls are short and synchronous."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def create_session(
+        self, session_id: str, cwd: str, *, model: str | None, mode: str | None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        now = time.time()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO sessions (id, cwd, model, mode, created_at, updated_at, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, cwd, model, mode, now, now, json.dumps(meta or {})),
+            )
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        allowed = {"title", "model", "mode", "meta"}
+        if not fields or set(fields) - allowed:
+            raise ValueError(f"can only update {sorted(allowed)}")
+        if "meta" in fields:
+            fields["meta"] = json.dumps(fields["meta"])
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._lock:
+            self._db.execute(
+                f"UPDATE sessions SET {assignments}, updated_at = ? WHERE id = ?",
+                (*fields.values(), time.time(), session_id),
+            )
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, cwd, title, model, mode, created_at, updated_at, meta"
+                " FROM sessions WHERE id = ?", (session_id,),
+            ).fetchone()
+        return _record(row) if row else None
+
+    def list_sessions(
+        self, *, cwd: str | None = None, before: float | None = None, limit: int = 50
+    ) -> list[SessionRecord]:
+        """Newest first; `before` is the `updated_at` cursor of the previous page."""
+        query = "SELECT id, cwd, title, model, mode, created_at, updated_at, meta FROM sessions"
+        clauses, args = [], []
+        if cwd is not None:
+            clauses.append("cwd = ?")
+            args.append(cwd)
+        if before is not None:
+            clauses.append("updated_at < ?")
+            args.append(before)
+        if clauses:
+            query += " WHERE " + " AND ".join(clauses)
+        query += " ORDER BY updated_at DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(query, (*args, limit)).fetchall()
+        return [_record(row) for row in rows]
+
+    def append(self, session_id: str, message: dict[str, Any]) -> int:
+        """Commit one message; returns its sequence number."""
+        text = json.dumps(message, ensure_ascii=False)
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                (seq,) = self._db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                    (session_id,),
+                ).fetchone()
+                self._db.execute(
+                    "INSERT INTO messages (session_id, seq, created_at, message) VALUES (?, ?, ?, ?)",
+                    (session_id, seq, now, text),
+                )
+                self._db.execute(
+                    "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return seq
+
+    def messages(self, session_id: str, *, include_archived: bool = True) -> list[dict[str, Any]]:
+        query = "SELECT message FROM messages WHERE session_id = ?"
+        if not include_archived:
+            query += " AND archived = 0"
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY seq", (session_id,)).fetchall()
+        return [json.loads(text) for (text,) in rows]
+
+    def archive(self, session_id: str, up_to_seq: int) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE messages SET archived = 1 WHERE session_id = ? AND seq <= ?",
+                (session_id, up_to_seq),
+            )
+
+
+def _record(row: tuple[Any, ...]) -> SessionRecord:
+    *head, meta = row
+    return SessionRecord(*head, meta=json.loads(meta or "{}"))

@@ -1,0 +1,219 @@
+"""Run the tool calls of one model turn: cards, permissions, concurrency, results.
+
+Calls run concurrently when safe: read-only tools together, path-scoped tools whose paths
+don't overlap; everything else alone, in order. Results keep the model's order. On
+cancellation every call still gets a result and a finished card, so the transcript never
+holds a tool call without its answer (providers reject such histories).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agent.events import Emit, PlanUpdated, ToolCallFinished, ToolCallStarted, ToolCallUpdated
+from agent.providers.base import Message, ToolCallRequest
+from agent.session import Session
+from tools.paths import resolve
+from tools.registry import ToolSpec
+from tools.workspace import ToolContext
+
+log = logging.getLogger(__name__)
+
+DISPLAY_TEXT_LIMIT = 8_000
+CANCELLED = "Cancelled by the user before it finished."
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    id: str
+    name: str
+    args: dict[str, Any]
+    spec: ToolSpec | None
+    paths: tuple[Path, ...]
+    error: str | None = None
+
+
+def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
+    spec = session.tool(call.name)
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return PlannedCall(call.id, call.name, {}, spec, (), f"Invalid JSON arguments: {exc}")
+    if not isinstance(args, dict):
+        return PlannedCall(call.id, call.name, {}, spec, (), "Arguments must be a JSON object.")
+    if spec is None:
+        known = ", ".join(s.name for s in session.tools)
+        return PlannedCall(call.id, call.name, args, None, (), f"Unknown tool {call.name!r}. Tools: {known}")
+    missing = [k for k in spec.parameters.get("required", ()) if k not in args]
+    if missing:
+        return PlannedCall(call.id, call.name, args, spec, (), f"Missing argument(s): {', '.join(missing)}")
+    paths = tuple(
+        resolve(str(args[name]), session.cwd)
+        for name in spec.path_args
+        if isinstance(args.get(name), str) and args[name]
+    )
+    if not paths and spec.path_args and spec.kind in ("search", "execute"):
+        paths = (session.cwd,)  # search_files / terminal default to the project root
+    return PlannedCall(call.id, call.name, args, spec, paths)
+
+
+async def run_tool_calls(session: Session, calls: list[ToolCallRequest], emit: Emit) -> None:
+    """Run the calls and append their results to the session, in the model's order."""
+    planned = [plan_call(session, call) for call in calls]
+    for p in planned:
+        await emit(started_event(p))
+    results: dict[str, Message] = {}
+    try:
+        for batch in batches(planned):
+            async with anyio.create_task_group() as tg:
+                for p in batch:
+                    tg.start_soon(_run_into, session, p, emit, results)
+    finally:
+        with anyio.CancelScope(shield=True):
+            for p in planned:
+                if p.id not in results:
+                    results[p.id] = await finish(p, {"error": CANCELLED, "cancelled": True}, emit)
+            for p in planned:
+                session.append(results[p.id])
+
+
+async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message]) -> None:
+    results[p.id] = await finish(p, await execute(session, p, emit), emit)
+
+
+async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any]:
+    """Permission, then the handler; returns the tool's result dict."""
+    if p.error or p.spec is None:
+        return {"error": p.error or f"Unknown tool {p.name!r}"}
+    refusal = await session.permissions.check(
+        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
+        paths=p.paths, command=p.args.get("command") if p.spec.kind == "execute" else None,
+    )
+    if refusal:
+        return {"error": refusal, "rejected": True}
+    await emit(ToolCallUpdated(p.id, status="in_progress"))
+    ctx = ToolContext(
+        workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
+        state=session.state, report=_reporter(p.id, emit),
+        call_tool=lambda name, args: call_nested(session, name, args, emit),
+    )
+    try:
+        return await p.spec.handler(p.args, ctx)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:  # a tool bug must not kill the turn; the model sees it
+        log.exception("tool %s crashed", p.name)
+        return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
+
+
+_nested_ids = iter(range(1, 1 << 62))
+
+
+async def call_nested(session: Session, name: str, args: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    """A tool call made from inside another tool (execute_code): same cards, same checks."""
+    call = ToolCallRequest(f"nested_{next(_nested_ids)}", name, json.dumps(args))
+    p = plan_call(session, call)
+    await emit(started_event(p))
+    result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}
+    try:
+        result = await execute(session, p, emit)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await finish(p, result, emit)
+    return visible(result)
+
+
+def started_event(p: PlannedCall) -> ToolCallStarted:
+    title = p.spec.call_title(p.args) if p.spec else p.name
+    kind = p.spec.kind if p.spec else "other"
+    return ToolCallStarted(p.id, p.name, title, kind, tuple(map(str, p.paths)), p.args)
+
+
+async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:
+    status = "failed" if "error" in result else "completed"
+    content = display(result)
+    await emit(ToolCallFinished(p.id, status, content, visible(result)))
+    return {
+        "role": "tool", "tool_call_id": p.id, "name": p.name,
+        "content": render(result), "status": status, "display": list(content),
+        "locations": [str(path) for path in p.paths],
+    }
+
+
+def _reporter(call_id: str, emit: Emit) -> Callable[[dict[str, Any]], Awaitable[None]]:
+    async def report(update: dict[str, Any]) -> None:
+        if "terminal_id" in update:
+            item = {"type": "terminal", "terminal_id": update["terminal_id"]}
+            await emit(ToolCallUpdated(call_id, content=(item,)))
+        if "plan" in update:
+            await emit(PlanUpdated(tuple(update["plan"])))
+
+    return report
+
+
+def visible(result: dict[str, Any]) -> dict[str, Any]:
+    """The part of a result the model sees: `_`-prefixed keys are for front doors."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+def render(result: dict[str, Any]) -> str:
+    return json.dumps(visible(result), ensure_ascii=False)
+
+
+def display(result: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """Front-door content of a finished call: diff, terminal, or capped text."""
+    items: list[dict[str, Any]] = []
+    if diff := result.get("_diff"):
+        items.append({"type": "diff", **diff})
+    if terminal_id := result.get("_terminal_id"):
+        items.append({"type": "terminal", "terminal_id": terminal_id})
+    if "error" in result:
+        items.append({"type": "text", "text": str(result["error"])})
+    elif not items:
+        text = result.get("content") or result.get("output")
+        if not isinstance(text, str):
+            text = render(result)
+        if len(text) > DISPLAY_TEXT_LIMIT:
+            text = text[:DISPLAY_TEXT_LIMIT] + f"\n… ({len(text) - DISPLAY_TEXT_LIMIT} more characters)"
+        items.append({"type": "text", "text": text})
+    return tuple(items)
+
+
+def batches(planned: list[PlannedCall]) -> list[list[PlannedCall]]:
+    """Group consecutive calls that may run together, keeping the model's order."""
+    groups: list[list[PlannedCall]] = []
+    current: list[PlannedCall] = []
+    reads: list[Path] = []
+    writes: list[Path] = []
+    for p in planned:
+        spec = p.spec
+        if p.error or spec is None:
+            ok, mode = True, "none"
+        elif spec.parallel_safe:
+            ok, mode = not _overlap(p.paths, writes), "read"
+        elif spec.path_args and p.paths and spec.kind not in ("execute",):
+            ok, mode = not _overlap(p.paths, writes + reads), "write"
+        else:
+            ok, mode = False, "alone"
+        if current and not ok:
+            groups.append(current)
+            current, reads, writes = [], [], []
+        current.append(p)
+        (reads if mode == "read" else writes).extend(p.paths)
+        if mode == "alone":
+            groups.append(current)
+            current, reads, writes = [], [], []
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _overlap(paths: tuple[Path, ...], others: list[Path]) -> bool:
+    return any(a == b or a in b.parents or b in a.parents for a in paths for b in others)

@@ -1,0 +1,26 @@
+"""Run the benchmarks: `python -m benchmarks [NAME ...]`; one JSON line per result on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from benchmarks import core
+
+SUITES = {**core.BENCHMARKS}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(SUITES)
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(SUITES)}", file=sys.stderr)
+        return 2
+    for name in names:
+        for result in SUITES[name]():
+            print(json.dumps({"benchmark": name, **result}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

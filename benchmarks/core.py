@@ -1,0 +1,90 @@
+"""Agent-core benchmarks: fixed prompt overhead and loop overhead per tool call."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agent import tokens
+from agent.permissions import Permissions
+from agent.prompt import system_prompt
+from agent.providers.base import Finish, ToolCallRequest
+from agent.session import Session
+from tools.builtin import CORE_TOOLS, load_builtin_tools
+from tools.local import LocalWorkspace
+from tools.registry import ToolSpec
+
+
+def prompt_overhead() -> Iterator[dict[str, Any]]:
+    registry = load_builtin_tools()
+    defs = registry.definitions(list(CORE_TOOLS))
+    prompt = system_prompt(Path("/home/user/project"))
+    # Count the definitions as OpenAI sends them (function wrapper included).
+    wire = [{"type": "function", "function": d} for d in defs]
+    tool_tokens = tokens.count(json.dumps(wire, separators=(",", ":")))
+    prompt_tokens = tokens.count(prompt)
+    yield {"metric": "fixed_prompt_tokens", "system_prompt": prompt_tokens,
+           "tool_definitions": tool_tokens, "total": prompt_tokens + tool_tokens,
+           "target": 2500, "tools": len(defs), "encoding": "cl100k_base"}
+
+
+class InstantModel:
+    """Calls the no-op tool `calls` times, one call per model turn, then stops."""
+
+    name = "bench:instant"
+
+    def __init__(self, calls: int) -> None:
+        self.left = calls
+
+    async def stream(self, messages: Any, tools: Any, *, max_tokens: Any = None) -> AsyncIterator[Any]:
+        if self.left:
+            self.left -= 1
+            yield ToolCallRequest(f"c{self.left}", "noop", "{}")
+            yield Finish("tool_calls")
+        else:
+            yield Finish("stop")
+
+
+async def _noop(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    return {"ok": True}
+
+
+def loop_overhead(calls: int = 2000) -> Iterator[dict[str, Any]]:
+    from agent.loop import run_turn
+
+    spec = ToolSpec(name="noop", description="no-op", parameters={"type": "object"},
+                    handler=_noop, kind="read", parallel_safe=True)
+    samples: list[float] = []
+    last = time.perf_counter()
+
+    async def emit(event: Any) -> None:
+        nonlocal last
+        if type(event).__name__ == "ToolCallFinished":
+            now = time.perf_counter()
+            samples.append(now - last)
+            last = now
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        session = Session(cwd=root, workspace=LocalWorkspace(root), provider=InstantModel(calls),
+                          tools=[spec], permissions=Permissions(roots=(root,), mode="bypass"),
+                          context_window=128_000, max_turns=calls + 1)
+        session.append({"role": "system", "content": "bench"})
+        started = time.perf_counter()
+        anyio.run(run_turn, session, "go", emit)
+        total = time.perf_counter() - started
+    samples = samples[10:]  # warm-up
+    yield {"metric": "loop_overhead_per_tool_call_ms", "median": round(statistics.median(samples) * 1e3, 4),
+           "p95": round(statistics.quantiles(samples, n=20)[18] * 1e3, 4), "calls": calls,
+           "total_s": round(total, 3), "target_median": 2.0,
+           "note": "model call + tool dispatch + transcript append, in-memory session, instant model"}
+
+
+BENCHMARKS = {"prompt_overhead": prompt_overhead, "loop_overhead": loop_overhead}
