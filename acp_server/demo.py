@@ -60,7 +60,7 @@ def demo_cli(args: argparse.Namespace) -> int:
         print(json.dumps({"type": "demo", "stop_reason": reason, "tests_pass": tests.returncode == 0,
                           "diff": diff, "trajectory": str(trajectory), "project": str(scratch)}))
     else:
-        print(f"\n--- diff ---\n{diff or '(no changes)'}")
+        print(f"\n\n--- diff ---\n{diff or '(no changes)'}")
         print(f"tests: {'pass' if tests.returncode == 0 else 'FAIL'}")
         print(f"trajectory: {trajectory}")
     return 0 if reason == "end_turn" and tests.returncode == 0 else 1

@@ -9,6 +9,9 @@ requests run concurrently, each in its own task, and responses are matched to re
     peer.on_notification("session/cancel", handle_cancel)  # async (params: dict) -> None
     await peer.serve()                                      # returns when the reader hits EOF
 
+A handler returns the `result` (any JSON value), or `Reply(result, then=...)` to run follow-up
+work right after the response is written.
+
 Exceptions:
 
     RpcError                a JSON-RPC error object: handlers raise it to answer with an error;
@@ -31,6 +34,7 @@ import os
 import sys
 import sysconfig
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,8 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest accepted line. A whole file travels in one `fs/read_text_file` reply."""
 READ_CHUNK_BYTES = 1024 * 1024
 MAX_ERROR_DATA_CHARS = 200
+EOF_GRACE_SECONDS = 2.0
+"""At EOF, handlers still running get this long to send their answers before being cancelled."""
 CANCEL_REQUEST = "$/cancel_request"
 
 
@@ -120,6 +126,18 @@ class _LineTooLong(Exception):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A handler's result plus work to run once the response is on the wire.
+
+    ACP wants some notifications *after* a response: `available_commands_update` follows the
+    `session/new` answer. `then` runs in the handler's task; its errors are logged.
+    """
+
+    result: Any
+    then: Callable[[], Awaitable[None]] | None = None
+
+
 class Peer:
     """One end of a newline-delimited JSON-RPC 2.0 connection."""
 
@@ -129,8 +147,10 @@ class Peer:
         writer: anyio.abc.ByteSendStream,
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
+        eof_grace: float = EOF_GRACE_SECONDS,
     ) -> None:
-        self._reader, self._writer, self._max_line_bytes = reader, writer, max_line_bytes
+        self._reader, self._writer = reader, writer
+        self._max_line_bytes, self._eof_grace = max_line_bytes, eof_grace
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._waiting: dict[int, tuple[anyio.Event, list[JsonObject]]] = {}
@@ -138,7 +158,10 @@ class Peer:
         self._ids = itertools.count(1)
         self._write_lock = anyio.Lock()
         self._buf, self._pos = bytearray(), 0
-        self.closed = False
+        self.closed = False  # True once the input ended: no response can arrive any more
+        self._writable = True
+        self._running = 0  # handler tasks alive
+        self._drained: anyio.Event | None = None  # set when the last handler ends after EOF
 
     def on_request(self, method: str, handler: RequestHandler) -> None:
         """Answer `method` with `await handler(params)`; raise `RpcError` to answer an error."""
@@ -189,16 +212,30 @@ class Peer:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params or {}})
 
     async def serve(self) -> None:
-        """Read and dispatch messages until EOF; then cancel in-flight handlers and return."""
+        """Read and dispatch messages until EOF, then return.
+
+        At EOF, pending `request()`s fail with `ConnectionClosed` at once; handlers still running
+        get `eof_grace` seconds to answer (`echo '{...}' | talaria acp` must print the answer),
+        then are cancelled.
+        """
         async with anyio.create_task_group() as tg:
             try:
                 while (line := await self._next_line()) is not None:
                     await self._dispatch_line(line, tg)
+                self._end_input()
+                self._drained = anyio.Event()
+                with anyio.move_on_after(self._eof_grace):
+                    if self._running:
+                        await self._drained.wait()
             finally:
-                self.closed = True  # before cancelling: handlers must not write any more
-                for done, _ in self._waiting.values():
-                    done.set()
+                self._end_input()
+                self._writable = False
                 tg.cancel_scope.cancel()
+
+    def _end_input(self) -> None:
+        self.closed = True
+        for done, _ in self._waiting.values():
+            done.set()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -278,7 +315,9 @@ class Peer:
         elif method not in self._requests:
             await self._send_error(msg_id, RpcError.method_not_found(method))
         else:
-            tg.start_soon(self._run_request, msg_id, method, params or {}, name=f"rpc {method}")
+            # Registered now, not when the task starts: a $/cancel_request or EOF may come first.
+            scope = self._in_flight[msg_id] = anyio.CancelScope()
+            self._spawn(tg, self._run_request, msg_id, method, params or {}, scope)
 
     def _on_notification(self, method: str, params: JsonObject, tg: anyio.abc.TaskGroup) -> None:
         if method == CANCEL_REQUEST:
@@ -286,19 +325,38 @@ class Peer:
             if _valid_id(request_id) and (scope := self._in_flight.get(request_id)):
                 scope.cancel()
         elif (handler := self._notifications.get(method)) is not None:
-            tg.start_soon(self._run_notification, method, handler, params, name=f"rpc {method}")
+            self._spawn(tg, self._run_notification, method, handler, params)
         else:
             log.debug("ignoring unknown notification %s", method)
 
     # -- handlers -----------------------------------------------------------------------
 
-    async def _run_request(self, msg_id: Any, method: str, params: JsonObject) -> None:
-        scope = self._in_flight[msg_id] = anyio.CancelScope()
+    def _spawn(
+        self, tg: anyio.abc.TaskGroup, func: Callable[..., Awaitable[None]], *args: Any
+    ) -> None:
+        self._running += 1
+
+        async def run() -> None:
+            try:
+                await func(*args)
+            finally:
+                self._running -= 1
+                if not self._running and self._drained is not None:
+                    self._drained.set()
+
+        tg.start_soon(run, name=f"rpc {args[0]}")
+
+    async def _run_request(
+        self, msg_id: Any, method: str, params: JsonObject, scope: anyio.CancelScope
+    ) -> None:
+        then = None
         try:
             with scope:
                 result = await self._requests[method](params)
             if scope.cancelled_caught:  # by $/cancel_request; a handler may also return early
                 raise RpcError.request_cancelled()
+            if isinstance(result, Reply):
+                result, then = result.result, result.then
             data = _encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except RpcError as exc:
             data = _encode({"jsonrpc": "2.0", "id": msg_id, "error": exc.to_json()})
@@ -311,8 +369,12 @@ class Peer:
                 del self._in_flight[msg_id]
         try:
             await self._write(data)
+            if then is not None:
+                await then()
         except ConnectionClosed:
             log.info("could not answer %s: connection closed", method)
+        except Exception:
+            log.exception("follow-up of %s failed", method)
 
     async def _run_notification(
         self, method: str, handler: NotificationHandler, params: JsonObject
@@ -336,12 +398,12 @@ class Peer:
 
     async def _write(self, data: bytes) -> None:
         async with self._write_lock:  # one whole line at a time, whatever the task
-            if self.closed:
+            if not self._writable:
                 raise ConnectionClosed("connection closed")
             try:
                 await self._writer.send(data)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-                self.closed = True
+                self._writable = False
                 raise ConnectionClosed(f"cannot write: {exc!r}") from exc
 
 

@@ -55,7 +55,7 @@ protect_stdout = protect_stdio
 
 
 def fd_streams(read_fd: int, write_fd: int) -> StdioStreams:
-    """Streams over two fds (pipes, sockets, ttys), e.g. for tests or a headless client."""
+    """Streams over two fds (pipes, sockets, ttys), e.g. for tests; they own (close) the fds."""
     return StdioStreams(FdReceiveStream(read_fd), FdSendStream(write_fd))
 
 
@@ -63,7 +63,9 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
     """Reads an fd in a daemon thread, in chunks, without blocking the event loop.
 
     A daemon thread rather than an anyio worker thread: a worker blocked in `read(0)` would keep
-    the interpreter from exiting when the loop stops for any reason other than EOF.
+    the interpreter from exiting when the loop stops for any reason other than EOF. The stream
+    owns the fd: the thread closes it at EOF. Closing it earlier, under a blocked `read`, would
+    let the thread read from whatever file gets that fd number next.
     """
 
     def __init__(self, fd: int) -> None:
@@ -72,6 +74,8 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         if self._chunks is None:
+            if self._fd < 0:
+                raise anyio.ClosedResourceError
             self._chunks = self._start_reader()
         try:
             return await self._chunks.receive()
@@ -80,22 +84,27 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
 
     def _start_reader(self) -> anyio.abc.ObjectReceiveStream[bytes]:
         send, receive = anyio.create_memory_object_stream[bytes](READ_BUFFER_CHUNKS)
-        token = anyio.lowlevel.current_token()
+        token, fd = anyio.lowlevel.current_token(), self._fd
 
         def pump() -> None:
             # Any error (EBADF, loop gone, receiver closed) means: stop, and report EOF.
             with contextlib.suppress(Exception):
-                while chunk := os.read(self._fd, READ_CHUNK_BYTES):
+                while chunk := os.read(fd, READ_CHUNK_BYTES):
                     from_thread.run(send.send, chunk, token=token)
+            with contextlib.suppress(OSError):
+                os.close(fd)
             with contextlib.suppress(Exception):
                 from_thread.run_sync(send.close, token=token)
 
-        threading.Thread(target=pump, name=f"stdio-read-{self._fd}", daemon=True).start()
+        threading.Thread(target=pump, name=f"stdio-read-{fd}", daemon=True).start()
         return receive
 
     async def aclose(self) -> None:
         if self._chunks is not None:
-            await self._chunks.aclose()
+            await self._chunks.aclose()  # the thread stops (and closes the fd) at its next chunk
+        elif self._fd >= 0:
+            os.close(self._fd)
+        self._fd = -1
 
 
 class FdSendStream(anyio.abc.ByteSendStream):
@@ -105,11 +114,15 @@ class FdSendStream(anyio.abc.ByteSendStream):
         self._fd = fd
 
     async def send(self, item: bytes) -> None:
+        if self._fd < 0:
+            raise anyio.ClosedResourceError
         await to_thread.run_sync(_write_all, self._fd, item)
 
     async def aclose(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -197,7 +197,7 @@ async def _kill_group(proc: anyio.abc.Process) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+        except OSError:  # group gone (or a member changed uid: nothing more we may do)
             break
         if await _group_gone(proc, TERM_GRACE_S):
             break
@@ -231,11 +231,13 @@ async def run_command(
             pass
         eof.set()
 
+    exited = False
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump)
-            with anyio.move_on_after(timeout) as scope:
+            with anyio.move_on_after(timeout):
                 await proc.wait()
+                exited = True
                 with anyio.move_on_after(DRAIN_S):
                     await eof.wait()
             await _kill_group(proc)
@@ -250,8 +252,9 @@ async def run_command(
     with anyio.CancelScope(shield=True):
         await proc.aclose()
     output, omitted = out.result()
-    timed_out = scope.cancelled_caught
-    exit_code = None if timed_out else proc.returncode
     return CommandResult(
-        exit_code=exit_code, output=output, omitted_bytes=omitted, timed_out=timed_out
+        exit_code=proc.returncode if exited else None,
+        output=output,
+        omitted_bytes=omitted,
+        timed_out=not exited,
     )

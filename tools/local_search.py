@@ -18,6 +18,7 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -54,15 +55,27 @@ async def search(
     root_s = os.path.normpath(root)
     if not os.path.exists(root_s):
         raise FileNotFoundError(f"No such file or directory: {root}")
+    found = await _search(pattern, root_s, target, file_glob)
+    if not os.path.isdir(root_s):  # paths are relative to the root: a file root is "."
+        found = [SearchMatch(".", m.line, m.text) for m in found]
+    return found
+
+
+async def _search(
+    pattern: str, root_s: str, target: str, file_glob: str | None
+) -> list[SearchMatch]:
     globs = expand_braces(file_glob) if file_glob else None
     rg = ripgrep_path()
+    deadline = time.monotonic() + SEARCH_TIMEOUT_S  # the Python walk checks it between files
     try:
         with anyio.fail_after(SEARCH_TIMEOUT_S):
             if target == "files":
                 names = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
                 if rg:
                     return await _rg_files(rg, root_s, names, globs)
-                return await anyio.to_thread.run_sync(_py_files, root_s, names, globs)
+                return await anyio.to_thread.run_sync(
+                    _py_files, root_s, names, globs, deadline, abandon_on_cancel=True
+                )
             try:
                 regex = re.compile(pattern)
             except re.error as exc:
@@ -71,7 +84,6 @@ async def search(
                 found = await _rg_content(rg, root_s, pattern, globs)
                 if found is not None:
                     return found
-            deadline = time.monotonic() + SEARCH_TIMEOUT_S
             return await anyio.to_thread.run_sync(
                 _py_content, root_s, regex, globs, deadline, abandon_on_cancel=True
             )
@@ -96,9 +108,9 @@ def glob_ok(rel: str, globs: list[str]) -> bool:
     """Whether relative path `rel` matches one of `globs` (name, or path when it has a `/`)."""
     name = rel.rsplit("/", 1)[-1]
     for g in globs:
-        if "/" in g:
+        if "/" in g:  # fnmatch's * crosses "/", so "**/" may also stand for no directory
             g = g.removeprefix("./")
-            if fnmatchcase(rel, g) or (g.startswith("**/") and fnmatchcase(rel, g[3:])):
+            if fnmatchcase(rel, g) or fnmatchcase(rel, g.replace("**/", "")):
                 return True
         elif fnmatchcase(name, g):
             return True
@@ -134,9 +146,13 @@ def _walk(root: str) -> Iterator[tuple[str, str]]:
     yield from visit(root, "")
 
 
-def _py_files(root: str, names: list[str], globs: list[str] | None) -> list[SearchMatch]:
+def _py_files(
+    root: str, names: list[str], globs: list[str] | None, deadline: float
+) -> list[SearchMatch]:
     out: list[SearchMatch] = []
     for rel, _ in _walk(root):
+        if time.monotonic() > deadline:
+            raise TimeoutError
         if glob_ok(rel, names) and (globs is None or glob_ok(rel, globs)):
             out.append(SearchMatch(rel))
             if len(out) >= MAX_MATCHES:
@@ -227,7 +243,8 @@ async def _rg_stream(
                     if not (wanted := await take(line)):
                         break
                 if not wanted:
-                    proc.kill()
+                    with contextlib.suppress(ProcessLookupError):  # rg may be done already
+                        proc.kill()
                     break
         await proc.wait()
     return proc.returncode, bytes(err)

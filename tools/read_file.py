@@ -6,6 +6,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from tools.paths import display, resolve
 from tools.registry import tool
 from tools.workspace import ToolContext, WorkspaceError
@@ -17,6 +19,7 @@ MAX_PAGE_CHARS = 100_000
 """A page stops early (with `next_offset`) once its content passes this many characters."""
 SIMILAR_SCAN = 2000
 """How many file names near a missing path are compared for 'did you mean'."""
+SIMILAR_TIMEOUT_S = 2.0
 
 
 def split_lines(text: str) -> list[str]:
@@ -37,12 +40,14 @@ def _int(args: dict[str, Any], key: str, default: int) -> int:
 
 async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
     """Up to 3 existing files whose names look like `path`'s, nearest directory first."""
-    try:
-        found, _ = await ctx.workspace.search(
-            "*", root=path.parent, target="files", limit=SIMILAR_SCAN
-        )
-    except (OSError, WorkspaceError, ValueError):
-        return []
+    found: list[Any] = []
+    with anyio.move_on_after(SIMILAR_TIMEOUT_S):  # a hint must not stall on a huge directory
+        try:
+            found, _ = await ctx.workspace.search(
+                "*", root=path.parent, target="files", limit=SIMILAR_SCAN
+            )
+        except (OSError, WorkspaceError, ValueError):
+            return []
     rels = sorted((m.path for m in found), key=lambda r: r.count("/"))
     names = [r.rsplit("/", 1)[-1] for r in rels]
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)

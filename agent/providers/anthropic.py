@@ -6,6 +6,7 @@ The `anthropic` SDK is imported when the first provider is built, not with this 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,7 +66,8 @@ class AnthropicProvider:
             auth_token=None if api_key else auth_token,
             base_url=base_url or DEFAULT_BASE_URL,
             max_retries=0,  # RetryingProvider owns retrying
-            timeout=timeout,
+            # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
+            timeout=anthropic.Timeout(timeout, connect=min(timeout, 10.0)),
         )
 
     async def stream(
@@ -161,20 +163,21 @@ class AnthropicProvider:
         yield Finish(reason, {"thinking_blocks": thinking} if thinking else {})
 
     def _error(self, exc: Exception) -> ProviderError:
-        import anyio
-        import httpx2  # the SDK's HTTP client; it lets transport errors through mid-stream
-
         sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
+        if isinstance(exc, sdk.APITimeoutError):
             return TimeoutError_("request timed out", provider=self.name)
-        if isinstance(exc, sdk.APIConnectionError | httpx2.RequestError | anyio.EndOfStream):
+        if isinstance(exc, sdk.APIConnectionError):
             return TimeoutError_(f"connection failed: {exc.__cause__ or exc}", provider=self.name)
+        if isinstance(exc, _transport_errors()):
+            # The SDK lets HTTP-client errors through once the stream has started.
+            message = f"connection lost mid-stream: {type(exc).__name__}: {exc}"
+            return TimeoutError_(message, provider=self.name)
         if isinstance(exc, sdk.APIStatusError):
             message, code, type_ = error_fields(exc.body)
             return classify_error(
                 exc.status_code,
                 message or exc.message,
-                code=exc.error_code or code,
+                code=getattr(exc, "error_code", None) or code,
                 type_=type_,
                 headers=exc.response.headers,
                 provider=self.name,
@@ -182,6 +185,14 @@ class AnthropicProvider:
         if isinstance(exc, ValueError):  # undecodable JSON in the stream
             return ServerError(f"malformed stream data: {exc}", provider=self.name)
         return ServerError(f"{type(exc).__name__}: {exc}", provider=self.name)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    import anyio
+
+    # Whichever HTTP client the installed SDK uses (httpx2 now, httpx before) is loaded.
+    clients = (sys.modules.get(name) for name in ("httpx2", "httpx"))
+    return (anyio.EndOfStream, OSError, *(c.RequestError for c in clients if c is not None))
 
 
 def to_wire_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -59,7 +59,8 @@ class OpenAIProvider:
             api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
             max_retries=0,  # RetryingProvider owns retrying
-            timeout=timeout,
+            # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
+            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
         )
 
     async def stream(
@@ -108,9 +109,9 @@ class OpenAIProvider:
                     yield ReasoningDelta(reasoning)
                 if delta.content:
                     yield TextDelta(delta.content)
-                if delta.refusal:
+                if refusal := getattr(delta, "refusal", None):
                     refused = True
-                    yield TextDelta(delta.refusal)
+                    yield TextDelta(refusal)
                 for fragment in delta.tool_calls or ():
                     _merge_fragment(calls, fragment)
                 if choice.finish_reason:

@@ -1,0 +1,79 @@
+"""`search_files`: regex over file contents or glob over file names (Hermes-compatible)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.paths import display, resolve
+from tools.registry import tool
+from tools.workspace import ToolContext, WorkspaceError
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+MAX_TEXT_CHARS = 300
+"""A matching line is cut to this many characters."""
+
+
+@tool(
+    name="search_files",
+    description=(
+        "Search file contents by regex (target='content') or find files by name glob "
+        "(target='files'). Skips hidden files, node_modules and binaries. Use instead of "
+        "grep/find/ls."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regex (content) or glob (files)"},
+            "target": {"type": "string", "enum": ["content", "files"], "default": "content"},
+            "path": {"type": "string", "description": "Directory or file", "default": "."},
+            "file_glob": {"type": "string", "description": "Only files matching, e.g. '*.py'"},
+            "limit": {"type": "integer", "default": DEFAULT_LIMIT},
+            "offset": {"type": "integer", "default": 0},
+        },
+        "required": ["pattern"],
+    },
+    kind="search",
+    parallel_safe=True,
+    path_args=("path",),
+    title=lambda a: f"Search {a['pattern']!r} in {a.get('path') or '.'}",
+)
+async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    pattern = args.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        return {"error": "pattern must be a non-empty string"}
+    target = args.get("target") or "content"
+    raw = str(args.get("path") or ".")
+    try:
+        limit = min(max(1, int(args.get("limit") or DEFAULT_LIMIT)), MAX_LIMIT)
+        offset = max(0, int(args.get("offset") or 0))
+        root = resolve(raw, ctx.cwd)
+        found, total = await ctx.workspace.search(
+            pattern,
+            root=root,
+            target=target,
+            file_glob=args.get("file_glob") or None,
+            limit=limit,
+            offset=offset,
+        )
+    except FileNotFoundError:
+        return {"error": f"Path not found: {raw}"}
+    except (WorkspaceError, OSError, ValueError) as exc:
+        return {"error": str(exc)}
+    matches: list[Any] = []
+    for m in found:
+        shown = display(root / m.path, ctx.cwd)  # a file root's own path is "."
+        if target == "files":
+            matches.append(shown)
+        else:
+            text = m.text or ""
+            if len(text) > MAX_TEXT_CHARS:
+                text = text[:MAX_TEXT_CHARS] + "..."
+            matches.append({"path": shown, "line": m.line, "text": text})
+    more = offset + len(found) < total
+    return {
+        "matches": matches,
+        "total": total,
+        "truncated": more,
+        "next_offset": offset + len(found) if more else None,
+    }
