@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from acp_server.jsonrpc import Peer, RpcError
+from acp_server.jsonrpc import Peer, PeerError, RpcError
 from tools.local import LocalWorkspace
 from tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
@@ -51,6 +51,8 @@ class EditorWorkspace:
             if exc.code == NOT_FOUND or not path.exists():
                 raise FileNotFoundError(str(path)) from None
             raise WorkspaceError(f"the editor could not read {path}: {exc.message}") from None
+        except PeerError as exc:
+            raise WorkspaceError(f"the editor did not answer the read of {path}: {exc}") from None
         content = (result or {}).get("content")
         if not isinstance(content, str):
             raise WorkspaceError(f"the editor returned no text for {path}")
@@ -72,6 +74,8 @@ class EditorWorkspace:
             )
         except RpcError as exc:
             raise WorkspaceError(f"the editor could not write {path}: {exc.message}") from None
+        except PeerError as exc:
+            raise WorkspaceError(f"the editor did not answer the write of {path}: {exc}") from None
 
     async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
         return await self.local.search(pattern, **kwargs)
@@ -129,4 +133,6 @@ class EditorWorkspace:
             )
         except RpcError as exc:
             raise WorkspaceError(f"the editor's {method} failed: {exc.message}") from None
+        except PeerError as exc:
+            raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
         return result or {}

@@ -31,7 +31,6 @@ import itertools
 import json
 import logging
 import os
-import sys
 import sysconfig
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -317,7 +316,7 @@ class Peer:
         else:
             # Registered now, not when the task starts: a $/cancel_request or EOF may come first.
             scope = self._in_flight[msg_id] = anyio.CancelScope()
-            self._spawn(tg, self._run_request, msg_id, method, params or {}, scope)
+            self._spawn(tg, method, self._run_request, msg_id, method, params or {}, scope)
 
     def _on_notification(self, method: str, params: JsonObject, tg: anyio.abc.TaskGroup) -> None:
         if method == CANCEL_REQUEST:
@@ -325,15 +324,16 @@ class Peer:
             if _valid_id(request_id) and (scope := self._in_flight.get(request_id)):
                 scope.cancel()
         elif (handler := self._notifications.get(method)) is not None:
-            self._spawn(tg, self._run_notification, method, handler, params)
+            self._spawn(tg, method, self._run_notification, method, handler, params)
         else:
             log.debug("ignoring unknown notification %s", method)
 
     # -- handlers -----------------------------------------------------------------------
 
     def _spawn(
-        self, tg: anyio.abc.TaskGroup, func: Callable[..., Awaitable[None]], *args: Any
+        self, tg: anyio.abc.TaskGroup, method: str, func: Callable[..., Awaitable[None]], *args: Any
     ) -> None:
+        """Run a handler in its own task, counted so that EOF can wait for it."""
         self._running += 1
 
         async def run() -> None:
@@ -344,7 +344,7 @@ class Peer:
                 if not self._running and self._drained is not None:
                     self._drained.set()
 
-        tg.start_soon(run, name=f"rpc {args[0]}")
+        tg.start_soon(run, name=f"rpc {method}")
 
     async def _run_request(
         self, msg_id: Any, method: str, params: JsonObject, scope: anyio.CancelScope
@@ -424,10 +424,13 @@ def _first_line(text: str) -> str:
 
 
 def _install_prefixes() -> list[str]:
-    paths = {str(Path(__file__).resolve().parents[1]), sys.prefix, sys.base_prefix, sys.exec_prefix}
-    paths.update(sysconfig.get_paths().values())
+    # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages.
+    paths = {str(Path(__file__).resolve().parents[1])}
+    paths.update(
+        sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")
+    )
     prefixes = {p.rstrip(os.sep) + os.sep for p in paths if p and len(p) > 1}
-    return sorted(prefixes, key=len, reverse=True)  # longest first: site-packages before prefix
+    return sorted(prefixes, key=len, reverse=True)  # longest first: site-packages before stdlib
 
 
 _INSTALL_PREFIXES = _install_prefixes()

@@ -183,9 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
+        self._close_after()
         self.end_headers()
-        self.close_connection = True
         try:
             for event in events:
                 self._chunk(event)
@@ -206,6 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk("")
         except OSError:
             pass  # the client went away
+
+    def _close_after(self) -> None:
+        # No keep-alive: a pooled connection outlives the event loop of a test that used
+        # it, and the SDK client's finalizer then fails inside some later test's loop.
+        self.send_header("Connection", "close")
+        self.close_connection = True
 
     def _chunk(self, text: str) -> None:
         data = text.encode()
@@ -244,6 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        self._close_after()
         self.end_headers()
         self.wfile.write(data)
 

@@ -247,7 +247,8 @@ def test_importing_providers_loads_no_sdk(tmp_path):
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split("\n")[:2] == ["[]", "True"]
+    # Even a built provider waits for its first call to import the SDK (startup budget).
+    assert out.stdout.split("\n")[:2] == ["[]", "False"]
 
 
 def test_fake_server_serves_a_separate_process(fake_llm):

@@ -136,3 +136,25 @@ def test_the_process_exits_even_while_stdin_stays_open() -> None:
         process.kill()
         process.communicate()
     assert time.monotonic() - started < 10
+
+
+def test_logging_goes_to_stderr_and_the_log_file_never_to_stdout(tmp_path: Path) -> None:
+    done = run_guarded(
+        f"""
+        import logging, warnings
+        from pathlib import Path
+        from acp_server.logs import setup_logging
+
+        path = setup_logging(Path({str(tmp_path)!r}), "debug")
+        setup_logging(Path({str(tmp_path)!r}), "DEBUG")  # twice: no duplicate lines
+        logging.getLogger("agent.loop").debug("a debug line")
+        warnings.warn("a warning")
+        print(path, file=sys.stderr)
+        """
+    )
+    log_file = tmp_path / "logs" / "talaria.log"
+    assert done.stdout == b""
+    assert done.stderr.count(b"agent.loop: a debug line") == 1
+    assert str(log_file).encode() in done.stderr
+    text = log_file.read_text(encoding="utf-8")
+    assert text.count("DEBUG agent.loop: a debug line") == 1 and "a warning" in text

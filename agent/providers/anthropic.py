@@ -1,6 +1,7 @@
 """Anthropic Messages adapter: streaming, extended thinking and prompt caching.
 
-The `anthropic` SDK is imported when the first provider is built, not with this module.
+The `anthropic` SDK is imported on the first model call, not when the provider is built
+(see `agent/providers/lazy.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agent.providers.base import (
     Usage,
 )
 from agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from agent.providers.lazy import LoopBoundClient
 from agent.providers.retry import classify_error, error_fields, stall_guard
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -53,22 +55,31 @@ class AnthropicProvider:
         stall_timeout: float = 60.0,
         timeout: float = 600.0,
     ) -> None:
-        import anthropic  # lazy: see module docstring
-
         self.model = model
         self.name = name or f"anthropic:{model}"
         self.thinking_budget = thinking_budget
         self.max_tokens = max_tokens
         self.stall_timeout = stall_timeout
-        self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            auth_token=None if api_key else auth_token,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=0,  # RetryingProvider owns retrying
-            # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
-            timeout=anthropic.Timeout(timeout, connect=min(timeout, 10.0)),
+        self._clients = LoopBoundClient(
+            lambda: self._sdk.AsyncAnthropic(
+                api_key=api_key,
+                auth_token=None if api_key else auth_token,
+                base_url=base_url or DEFAULT_BASE_URL,
+                max_retries=0,  # RetryingProvider owns retrying
+                # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
+                timeout=self._sdk.Timeout(timeout, connect=min(timeout, 10.0)),
+            )
         )
+
+    @property
+    def _sdk(self) -> Any:
+        import anthropic  # lazy: see agent/providers/lazy.py
+
+        return anthropic
+
+    @property
+    def _client(self) -> Any:
+        return self._clients.get()
 
     async def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None

@@ -1,7 +1,7 @@
 """OpenAI Chat Completions adapter (OpenAI itself and compatible servers: vLLM, Ollama, ...).
 
-The `openai` SDK is imported when the first provider is built, not with this module, so
-starting Talaria does not pay for it.
+The `openai` SDK is imported on the first model call, not when the provider is built
+(see `agent/providers/lazy.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from agent.providers.base import (
     Usage,
 )
 from agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from agent.providers.lazy import LoopBoundClient
 from agent.providers.retry import classify_error, error_fields, stall_guard
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -48,20 +49,29 @@ class OpenAIProvider:
         stall_timeout: float = 60.0,
         timeout: float = 600.0,
     ) -> None:
-        import openai  # lazy: see module docstring
-
         self.model = model
         self.name = name or f"openai:{model}"
         self.compat = compat
         self.stall_timeout = stall_timeout
-        self._sdk = openai
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url or DEFAULT_BASE_URL,
-            max_retries=0,  # RetryingProvider owns retrying
-            # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
-            timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
+        self._clients = LoopBoundClient(
+            lambda: self._sdk.AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url or DEFAULT_BASE_URL,
+                max_retries=0,  # RetryingProvider owns retrying
+                # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
+                timeout=self._sdk.Timeout(timeout, connect=min(timeout, 10.0)),
+            )
         )
+
+    @property
+    def _sdk(self) -> Any:
+        import openai  # lazy: see agent/providers/lazy.py
+
+        return openai
+
+    @property
+    def _client(self) -> Any:
+        return self._clients.get()
 
     async def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None

@@ -1,0 +1,59 @@
+"""Small builders shared by the agent-level tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent.config import load_config
+from agent.runtime import new_session
+from agent.session import Session
+from agent.store import Store
+from tests.fakellm import FakeLLM
+from tools.local import LocalWorkspace
+
+
+def openai_env(llm: FakeLLM) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
+
+
+def make_session(
+    llm: FakeLLM, root: Path, *, model: str = "openai:fake-model", mode: str = "bypass",
+    store: Store | None = None, fallbacks: tuple[str, ...] = (), **config: Any,
+) -> Session:
+    from agent.providers.factory import create_retrying_provider
+
+    env = {"TALARIA_HOME": str(root / ".home"), **openai_env(llm),
+           "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": llm.anthropic_base_url}
+    cfg = load_config(config, env=env)
+    provider = create_retrying_provider(model, fallbacks, env=env, base_delay=0.01, max_delay=0.05)
+    project = root / "project"
+    project.mkdir(exist_ok=True)
+    return new_session(cfg, cwd=project, workspace=LocalWorkspace(project), provider=provider,
+                       store=store, mode=mode)
+
+
+class Recorder:
+    """An `emit` that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    async def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    def of(self, name: str) -> list[Any]:
+        return [e for e in self.events if type(e).__name__ == name]
+
+
+def assert_pairs_complete(messages: list[dict[str, Any]]) -> None:
+    """Every tool call has exactly one result, right after its assistant message."""
+    pending: list[str] = []
+    for message in messages:
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in pending, message
+            pending.remove(message["tool_call_id"])
+        else:
+            assert not pending, f"tool calls without results: {pending}"
+            pending = [c["id"] for c in message.get("tool_calls") or ()]
+    assert not pending, f"tool calls without results: {pending}"
