@@ -128,13 +128,24 @@ async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
     used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     used += usage.output_tokens
     if used == 0:  # the provider reported nothing: count it ourselves
-        used = tokens.count_messages(session.messages, session.tool_definitions())
+        used = _count_context(session)
     session.last_usage = used
     await emit(UsageUpdated(
         used=used, size=session.context_window, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     ))
+
+
+def _count_context(session: Session) -> int:
+    """Tokens of the context, counting only messages added since the last count."""
+    messages = session.messages
+    mark_list, mark_len, mark_tokens = session.state.get("_token_mark", (None, 0, 0))
+    if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
+        mark_len, mark_tokens = 0, tokens.count_messages([], session.tool_definitions())
+    total = mark_tokens + tokens.count_messages(messages[mark_len:])
+    session.state["_token_mark"] = (id(messages), len(messages), total)
+    return total
 
 
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:

@@ -61,17 +61,16 @@ class Permissions:
         paths: tuple[Path, ...], command: str | None = None,
     ) -> str | None:
         """None when the call may run, else the refusal message the model sees."""
+        keys = [(kind, str(p)) for p in paths] or [(kind, command or tool)]
+        if self.mode != "bypass" and any(self.remembered.get(k) is False for k in keys):
+            return f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session."
         reason = self._reason_to_ask(kind, paths, command)
         if reason is None:
             return None
         if reason.startswith("refuse:"):
             return reason.removeprefix("refuse:")
-        keys = [(kind, str(p)) for p in paths] or [(kind, command or tool)]
-        known = [self.remembered.get(k) for k in keys]
-        if all(v is True for v in known) and "rejected" not in reason:
+        if all(self.remembered.get(k) is True for k in keys) and "rejected" not in reason:
             return None
-        if any(v is False for v in known):
-            return f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session."
         answer = await self.asker(
             PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason)
         )
@@ -101,6 +100,8 @@ class Permissions:
             hits = [p for p in self.rejected_paths if _mentions(command, p, self.roots)]
             if hits:
                 return f"the command touches {', '.join(hits)}, whose edit was rejected"
+        if kind in WRITE_KINDS and (again := [str(p) for p in paths if str(p) in self.rejected_paths]):
+            return f"an edit of {', '.join(again)} was rejected before"
         sensitive = [p for p in paths if is_sensitive(p, self.home)]
         if sensitive and kind in ACT_KINDS:
             return f"sensitive path: {', '.join(map(str, sensitive))}"

@@ -66,8 +66,23 @@ def new_session(
         session.id = session_id
     if history is not None:
         session.messages = list(history)
+        for message in dangling_results(session.messages):
+            session.append(message)  # a crash mid-tool: the call gets an honest result
         return session
     if store is not None:
         store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode)
     session.append({"role": "system", "content": system_prompt(cwd)})
     return session
+
+
+def dangling_results(messages: list[Message]) -> list[Message]:
+    """Results for tool calls that never got one (the process died while they ran)."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    return [
+        {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "status": "failed",
+         "content": '{"error": "Interrupted: Talaria stopped before this call finished."}',
+         "display": [{"type": "text", "text": "Interrupted before it finished."}]}
+        for call in (last or {}).get("tool_calls") or ()
+        if call["id"] not in answered
+    ]

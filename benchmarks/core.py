@@ -57,7 +57,13 @@ async def _noop(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
 
 def loop_overhead(calls: int = 2000) -> Iterator[dict[str, Any]]:
+    yield _loop_overhead(calls, persist=False)
+    yield _loop_overhead(calls, persist=True)
+
+
+def _loop_overhead(calls: int, *, persist: bool) -> dict[str, Any]:
     from agent.loop import run_turn
+    from agent.store import Store
 
     spec = ToolSpec(name="noop", description="no-op", parameters={"type": "object"},
                     handler=_noop, kind="read", parallel_safe=True)
@@ -73,18 +79,24 @@ def loop_overhead(calls: int = 2000) -> Iterator[dict[str, Any]]:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        store = Store(root / "sessions.db") if persist else None
         session = Session(cwd=root, workspace=LocalWorkspace(root), provider=InstantModel(calls),
                           tools=[spec], permissions=Permissions(roots=(root,), mode="bypass"),
-                          context_window=128_000, max_turns=calls + 1)
+                          context_window=128_000, max_turns=calls + 1, store=store)
+        if store is not None:
+            store.create_session(session.id, str(root), model="bench", mode="bypass")
         session.append({"role": "system", "content": "bench"})
         started = time.perf_counter()
         anyio.run(run_turn, session, "go", emit)
         total = time.perf_counter() - started
+        if store is not None:
+            store.close()
     samples = samples[10:]  # warm-up
-    yield {"metric": "loop_overhead_per_tool_call_ms", "median": round(statistics.median(samples) * 1e3, 4),
+    return {"metric": "loop_overhead_per_tool_call_ms",
+            "transcript": "sqlite (sessions.db, WAL)" if persist else "in memory", "median": round(statistics.median(samples) * 1e3, 4),
            "p95": round(statistics.quantiles(samples, n=20)[18] * 1e3, 4), "calls": calls,
            "total_s": round(total, 3), "target_median": 2.0,
-           "note": "model call + tool dispatch + transcript append, in-memory session, instant model"}
+           "note": "model call + tool dispatch + transcript append, instant model"}
 
 
 BENCHMARKS = {"prompt_overhead": prompt_overhead, "loop_overhead": loop_overhead}
