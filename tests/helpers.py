@@ -57,3 +57,15 @@ def assert_pairs_complete(messages: list[dict[str, Any]]) -> None:
             assert not pending, f"tool calls without results: {pending}"
             pending = [c["id"] for c in message.get("tool_calls") or ()]
     assert not pending, f"tool calls without results: {pending}"
+
+
+def group_alive(pgid: int) -> bool:
+    """Any live (non-zombie) process in the group; this container's init does not reap."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
