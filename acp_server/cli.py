@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
+    run.add_argument("--acp", action="store_true",
+                     help="run through the protocol: `talaria acp` as a child, this process its editor")
 
     demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
@@ -26,7 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("config", help="print the effective configuration and its sources")
     sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
-    sub.add_parser("setup", help="choose a provider and store its key")
+    setup = sub.add_parser("setup", help="choose a provider and store its key")
+    setup.add_argument("--provider", help="openai, anthropic, openrouter, ollama or custom")
+    setup.add_argument("--model", help="model name at that provider, e.g. gpt-4.1")
+    setup.add_argument("--base-url", help="OpenAI-compatible endpoint (custom, ollama, openrouter)")
+    setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
+    setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
     return parser
 
 
@@ -49,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "setup":
         from acp_server.setup import setup_cli
 
-        return setup_cli()
+        return setup_cli(args)
     return 2
 
 

@@ -61,19 +61,19 @@ async def _dispatch(server: AcpServer, session: Session, name: str, arg: str) ->
         await _apply(server, session, "model", arg)
         return f"Model set to {session.provider.name}."
     if name == "clear":
-        if session.store is not None:
-            records = session.store.messages(session.id)
-            session.store.archive(session.id, len(records))
-        system = [m for m in session.messages[:1] if m.get("role") == "system"]
-        session.messages = []
-        for message in system:
-            session.append(message)
+        session.messages = [m for m in session.messages[:1] if m.get("role") == "system"]
         session.last_usage = 0
+        if session.store is not None:
+            session.store.save_context(session.id, session.messages)
         return "Context cleared. Earlier messages stay in the session history."
     if name == "compact":
-        from agent.compaction import compact
+        from agent.compaction import compact_session, describe
 
-        return await compact(session, focus=arg or None)
+        result = await compact_session(
+            session, lambda event: server._emit(session.id, event), focus=arg or None,
+            force_summary=True,
+        )
+        return describe(result)
     raise RpcError.invalid_params(f"unknown command /{name}")
 
 

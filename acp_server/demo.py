@@ -1,8 +1,11 @@
 """`talaria demo`: fix a failing test in a bundled example project, no API key needed.
 
-The project is copied to a scratch directory and a recorded run (`replay:`) drives real tool
-calls on it: the tests really fail, the patch really lands, the tests really pass. With
-`--live`, the configured model does the same task.
+The demo runs the way an editor runs Talaria: `talaria acp` is a child process and this
+process is its editor (`AcpClient`, every tool call allowed). Edits arrive here as
+`fs/write_text_file` requests and commands as `terminal/create`. The project is copied to a
+scratch directory and a recorded run (`replay:`) drives real tool calls on it: the tests really
+fail, the patch really lands, the tests really pass. With `--live`, the configured model does
+the same task.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,38 +22,58 @@ from pathlib import Path
 
 import anyio
 
-from acp_server.headless import TerminalView, run_task
+from acp_server.headless import TerminalView
 
 DEMO = Path(__file__).resolve().parent.parent / "agent" / "data" / "demo"
 
 
+async def drive(prompt: str, project: Path, env: dict[str, str], view: TerminalView) -> tuple[str, str, int]:
+    """Run `prompt` in `project` through a `talaria acp` child; (stop reason, session, edits)."""
+    from acp_server.client import AcpClient, allow_all
+
+    async with AcpClient(env=env, cwd=project, permission=allow_all, on_update=view.update) as client:
+        await client.initialize()
+        session_id = await client.new_session(project)
+        reason = await client.prompt(session_id, prompt)
+        return reason, session_id, len(client.writes)
+
+
 def demo_cli(args: argparse.Namespace) -> int:
-    from agent.config import load_config, talaria_home
-    from agent.providers.errors import ProviderError
+    from acp_server.jsonrpc import PeerError, RpcError
+    from agent.config import load_config
     from agent.store import Store
     from agent.trajectory import write_transcript
 
     scenario = json.loads((DEMO / "scenario.json").read_text(encoding="utf-8"))
-    scratch = Path(tempfile.mkdtemp(prefix="talaria-demo-")) / "textstats"
-    shutil.copytree(DEMO / "project", scratch)
-    model = args.model if args.live else f"replay:{DEMO / 'scenario.json'}"
-    if args.live and not (model or load_config().model):
+    env = dict(os.environ, TALARIA_MODE="default")  # every ask is shown to the client, and allowed
+    if not args.live:
+        env["TALARIA_MODEL"] = f"replay:{DEMO / 'scenario.json'}"
+    elif args.model:
+        env["TALARIA_MODEL"] = args.model
+    try:
+        config = load_config(env=env)
+    except ValueError as exc:
+        print(f"talaria: {exc}", file=sys.stderr)
+        return 2
+    if not config.model:
         print("talaria demo --live needs a model: set TALARIA_MODEL or pass --model", file=sys.stderr)
         return 2
+    scratch = Path(tempfile.mkdtemp(prefix="talaria-demo-")) / "textstats"
+    shutil.copytree(DEMO / "project", scratch)
     say = (lambda text: None) if args.json else print
     say(f"Demo project: {scratch}\nTask: {scenario['prompt']}\n")
     view = TerminalView(sys.stdout, as_json=args.json)
     try:
-        reason, session_id, db = anyio.run(
-            lambda: run_task(scenario["prompt"], cwd=scratch, flags={"model": model},
-                             yes=True, view=view)
-        )
-    except ProviderError as exc:
-        print(f"\ntalaria: {exc.user_message()}", file=sys.stderr)
+        reason, session_id, edits = anyio.run(drive, scenario["prompt"], scratch, env, view)
+    except RpcError as exc:
+        print(f"\ntalaria: {exc.data or exc.message}", file=sys.stderr)
         return 3
-    store = Store(db)
+    except PeerError as exc:
+        print(f"\ntalaria: the agent stopped answering ({exc})", file=sys.stderr)
+        return 2
+    store = Store(config.home / "sessions.db")
     try:
-        trajectory = write_transcript(store, session_id, talaria_home() / "trajectories")
+        trajectory = write_transcript(store, session_id, config.home / "trajectories")
     finally:
         store.close()
     tests = subprocess.run(
@@ -58,10 +82,12 @@ def demo_cli(args: argparse.Namespace) -> int:
     diff = _diff(DEMO / "project", scratch)
     if args.json:
         print(json.dumps({"type": "demo", "stop_reason": reason, "tests_pass": tests.returncode == 0,
-                          "diff": diff, "trajectory": str(trajectory), "project": str(scratch)}))
+                          "diff": diff, "edits_via_acp": edits, "trajectory": str(trajectory),
+                          "project": str(scratch)}))
     else:
         print(f"\n\n--- diff ---\n{diff or '(no changes)'}")
         print(f"tests: {'pass' if tests.returncode == 0 else 'FAIL'}")
+        print(f"edits received as fs/write_text_file: {edits}")
         print(f"trajectory: {trajectory}")
     return 0 if reason == "end_turn" and tests.returncode == 0 else 1
 

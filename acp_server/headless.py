@@ -2,12 +2,16 @@
 
 Text streams to stdout, a line per tool call shows its status, and a summary ends the run.
 `--json` prints every event as a JSON line instead. Exit status 0 on `end_turn`.
+
+With `--acp` the same task runs through the protocol: `talaria acp` as a child process driven by
+`AcpClient` (this process is its editor), and `--json` prints the `session/update` payloads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -42,14 +46,43 @@ class TerminalView:
             case ev.ToolCallStarted(id=call_id, title=title):
                 self.titles[call_id] = title
             case ev.ToolCallFinished(id=call_id, status=status, result=result):
-                self.tool_calls += 1
-                self.failed += status == "failed"
-                detail = f" — {result['error']}" if "error" in result else ""
-                self._line(f"{STATUS_MARK.get(status, '?')} {self.titles.get(call_id, call_id)}{detail}")
+                self._finished(call_id, status, result.get("error"))
             case ev.PlanUpdated(entries=entries):
-                self._line("plan: " + "; ".join(f"[{e['status']}] {e['content']}" for e in entries))
+                self._plan(entries)
             case ev.Notice(text=text):
                 self._line(f"! {text}")
+
+    async def update(self, session_id: str, update: dict[str, Any]) -> None:
+        """The same rendering for an ACP `session/update` (`AcpClient`'s `on_update`)."""
+        if self.as_json:
+            line = {"sessionId": session_id, "update": update}
+            print(json.dumps(line, ensure_ascii=False), file=self.out)
+            self.out.flush()
+            return
+        kind, call_id = update.get("sessionUpdate"), str(update.get("toolCallId", ""))
+        if kind == "agent_message_chunk":
+            content = update.get("content") or {}
+            if content.get("type") == "text":
+                self._write(str(content.get("text", "")))
+        elif kind in ("tool_call", "tool_call_update"):
+            if update.get("title"):
+                self.titles[call_id] = str(update["title"])
+            if update.get("status") in ("completed", "failed"):
+                texts = [c["content"].get("text", "") for c in update.get("content") or ()
+                         if c.get("type") == "content" and isinstance(c.get("content"), dict)]
+                failed = update["status"] == "failed"
+                self._finished(call_id, update["status"], texts[0] if failed and texts else None)
+        elif kind == "plan":
+            self._plan(update.get("entries") or ())
+
+    def _finished(self, call_id: str, status: str, error: Any) -> None:
+        self.tool_calls += 1
+        self.failed += status == "failed"
+        detail = f" — {error}" if error else ""
+        self._line(f"{STATUS_MARK.get(status, '?')} {self.titles.get(call_id, call_id)}{detail}")
+
+    def _plan(self, entries: Any) -> None:
+        self._line("plan: " + "; ".join(f"[{e['status']}] {e['content']}" for e in entries))
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -98,7 +131,27 @@ async def _turn(session: Any, prompt: str, view: TerminalView) -> str:
     return await run_turn(session, prompt, view)
 
 
+async def run_over_acp(
+    prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView
+) -> tuple[str, str]:
+    """Run one prompt through a `talaria acp` child; returns (stop reason, session id)."""
+    from acp_server.client import AcpClient, allow_all, ask_on_terminal
+
+    env = dict(os.environ)
+    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
+        if flags.get(name) is not None:
+            env[var] = str(flags[name])
+    policy = allow_all if yes else ask_on_terminal
+    async with AcpClient(env=env, cwd=cwd, permission=policy, on_update=view.update) as client:
+        await client.initialize()
+        session_id = await client.new_session(cwd)
+        if flags.get("mode"):
+            await client.set_mode(session_id, flags["mode"])
+        return await client.prompt(session_id, prompt), session_id
+
+
 def run_cli(args: argparse.Namespace) -> int:
+    from acp_server.jsonrpc import PeerError, RpcError
     from agent.providers.errors import ProviderError
 
     cwd = Path(args.cwd).resolve()
@@ -108,12 +161,23 @@ def run_cli(args: argparse.Namespace) -> int:
     flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
     view = TerminalView(sys.stdout, as_json=args.json)
     try:
-        reason, session_id, db = anyio.run(
-            lambda: run_task(args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view)
-        )
+        if getattr(args, "acp", False):
+            reason, session_id = anyio.run(
+                lambda: run_over_acp(args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view)
+            )
+        else:
+            reason, session_id, _ = anyio.run(
+                lambda: run_task(args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view)
+            )
     except ProviderError as exc:
         print(f"\ntalaria: {exc.user_message()}", file=sys.stderr)
         return 3
+    except RpcError as exc:  # the agent's answer: -32000 no credentials, -32602 a bad flag
+        print(f"\ntalaria: {exc.data or exc.message}", file=sys.stderr)
+        return 2 if exc.code == -32602 else 3
+    except PeerError as exc:
+        print(f"\ntalaria: the agent stopped answering ({exc})", file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return 2

@@ -79,4 +79,7 @@ def _plan(result: Message | None) -> list[dict[str, Any]] | None:
     except json.JSONDecodeError:
         return None
     todos = data.get("todos") if isinstance(data, dict) else None
-    return plan_entries(todos) if isinstance(todos, list) else None
+    if not isinstance(todos, list):
+        return None
+    # As live (tools/todo.py): cancelled items are not shown as plan entries.
+    return plan_entries([t for t in todos if isinstance(t, dict) and t.get("status") != "cancelled"])

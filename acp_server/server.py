@@ -16,8 +16,9 @@ from acp_server import commands
 from acp_server.content import text_of, user_content
 from acp_server.history import replay_updates
 from acp_server.jsonrpc import Peer, Reply, RpcError
-from acp_server.updates import iso, to_update
+from acp_server.updates import compaction, iso, to_update
 from agent.config import Config
+from agent.events import Compacted
 from agent.permissions import MODES, PermissionAsk
 from agent.session import Session
 from agent.store import Store
@@ -312,6 +313,10 @@ class AcpServer:
         return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"
 
     async def _emit(self, session_id: str, event: Any) -> None:
+        if isinstance(event, Compacted):
+            supported = (self.client_capabilities.get("session") or {}).get("compaction") is not None
+            await self._notify(session_id, compaction(event, client_supports=supported))
+            return
         update = to_update(event)
         if update is not None:
             await self._notify(session_id, update)

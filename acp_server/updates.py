@@ -74,3 +74,24 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
         case ev.Notice(text=text):
             return {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {text}\n")}
     return None
+
+
+def compaction(event: ev.Compacted, *, client_supports: bool) -> dict[str, Any]:
+    """ACP `compaction_update` for clients that advertise `session.compaction`, else a notice."""
+    if client_supports:
+        update: dict[str, Any] = {
+            "sessionUpdate": "compaction_update", "compactionId": event.id,
+            "status": "completed" if event.applied else "failed",
+            "_meta": {"talaria": {"beforeTokens": event.before, "afterTokens": event.after,
+                                  "stage": event.stage, "fallback": event.fallback}},
+        }
+        if event.summary:
+            update["summary"] = [text_block(event.summary)]
+        if event.error or not event.applied:
+            update["error"] = event.error or "the compaction did not reduce the context"
+        return update
+    verb = "Compacted" if event.applied else "Could not compact"
+    text = f"\n> {verb} the context: {event.before:,} -> {event.after:,} tokens"
+    if event.fallback:
+        text += " (the summary model failed; a summary built from the transcript was used)"
+    return {"sessionUpdate": "agent_message_chunk", "content": text_block(text + "\n")}

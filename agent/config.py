@@ -35,6 +35,10 @@ FIELDS: tuple[Field, ...] = (
     Field("reasoning_effort", "TALARIA_REASONING_EFFORT", None, "low, medium or high, if supported."),
     Field("max_tokens", "TALARIA_MAX_TOKENS", 8192, "Output tokens per model call."),
     Field("log_level", "TALARIA_LOG_LEVEL", "INFO", "Log level for stderr and logs/."),
+    Field("compact_threshold", "TALARIA_COMPACT_THRESHOLD", 0.8,
+          "Compact the context automatically at this share of the window."),
+    Field("summary_model", "TALARIA_SUMMARY_MODEL", None,
+          "Model for compaction summaries (default: the session's model)."),
 )
 FIELD_NAMES = frozenset(f.name for f in FIELDS)
 
@@ -64,6 +68,8 @@ class Config:
     reasoning_effort: str | None = None
     max_tokens: int = 8192
     log_level: str = "INFO"
+    compact_threshold: float = 0.8
+    summary_model: str | None = None
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
@@ -97,6 +103,11 @@ def _coerce(name: str, value: Any) -> Any:
         if number <= 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
         return number
+    if name == "compact_threshold":
+        share = float(value)
+        if not 0.1 <= share <= 1.0:
+            raise ValueError(f"compact_threshold must be between 0.1 and 1.0, got {value!r}")
+        return share
     return value
 
 

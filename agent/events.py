@@ -79,6 +79,20 @@ class Notice:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The context was compacted (or a compaction was attempted and made no progress)."""
+
+    id: str
+    before: int
+    after: int
+    stage: int
+    applied: bool
+    summary: str | None = None
+    fallback: bool = False
+    error: str | None = None
+
+
 Event = (
     TextChunk
     | ThoughtChunk
@@ -89,6 +103,7 @@ Event = (
     | UsageUpdated
     | TitleUpdated
     | Notice
+    | Compacted
 )
 Emit = Callable[[Event], Awaitable[None]]
 

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from agent import tokens
+from agent.compaction import compact_session, needs_compaction
 from agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
 from agent.providers.base import (
     Finish,
@@ -24,6 +25,7 @@ from agent.providers.base import (
     ToolCallRequest,
     Usage,
 )
+from agent.providers.errors import ContextOverflowError
 from agent.session import Session
 from agent.tool_runner import run_tool_calls
 
@@ -56,7 +58,17 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]], emit: 
 
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
-        message, calls, finish = await query(session, emit)
+        used = max(session.last_usage, _count_context(session))
+        if needs_compaction(session, used, session.compact_threshold):
+            await compact_session(session, emit, reason="auto")
+        try:
+            message, calls, finish = await query(session, emit)
+        except ContextOverflowError:
+            # The provider's word beats our estimate: compact hard, then retry the call once.
+            result = await compact_session(session, emit, force_summary=True, reason="overflow")
+            if not result.progress:
+                raise
+            message, calls, finish = await query(session, emit)
         session.append(message)
         if finish.reason == "refusal":
             raise TurnEnded("refusal")

@@ -61,7 +61,12 @@ def new_session(
         store=store,
         max_turns=config.max_turns,
         max_tokens=config.max_tokens,
+        compact_threshold=config.compact_threshold,
     )
+    if config.summary_model:
+        from agent.compaction import ProviderSummarizer
+
+        session.state["summarizer"] = ProviderSummarizer(make_provider(config, config.summary_model))
     if session_id:
         session.id = session_id
     if history is not None:

@@ -27,6 +27,8 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     """The live context sent to the model (the store keeps the full transcript)."""
     max_turns: int = 90
+    compact_threshold: float = 0.8
+    """Compact automatically at this share of the context window."""
     max_tokens: int | None = None
     state: dict[str, Any] = field(default_factory=dict)
     """Per-session tool state: todo list, execute_code kernel, ..."""

@@ -1,8 +1,11 @@
 """The session store: SQLite in WAL mode at `$TALARIA_HOME/sessions.db`.
 
 Every message is committed as it is appended, so a crash (even `kill -9`) loses at most the
-message in flight, and WAL keeps the database consistent. Messages are never deleted:
-compaction archives them (`archived = 1`) and they stay available for history and export.
+message in flight, and WAL keeps the database consistent. The `messages` table is the whole
+transcript and is never rewritten (it is the trajectory: history, export, training data).
+When compaction or /clear changes the live context, the new context is saved as a snapshot in
+`contexts`; the live context is that snapshot plus every message appended after it. Rows with
+`role = "event"` (compaction records) belong to the transcript only.
 """
 
 from __future__ import annotations
@@ -30,11 +33,16 @@ CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     seq INTEGER NOT NULL,
     created_at REAL NOT NULL,
-    archived INTEGER NOT NULL DEFAULT 0,
     message TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions (cwd, updated_at);
+CREATE TABLE IF NOT EXISTS contexts (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+    upto_seq INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    messages TEXT NOT NULL
+);
 """
 
 
@@ -144,19 +152,50 @@ class Store:
         return seq
 
     def messages(self, session_id: str, *, include_archived: bool = True) -> list[dict[str, Any]]:
-        query = "SELECT message FROM messages WHERE session_id = ?"
+        """The whole transcript, or with `include_archived=False` the live context."""
         if not include_archived:
-            query += " AND archived = 0"
+            return self.context(session_id)
         with self._lock:
-            rows = self._db.execute(query + " ORDER BY seq", (session_id,)).fetchall()
+            rows = self._db.execute(
+                "SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
         return [json.loads(text) for (text,) in rows]
 
-    def archive(self, session_id: str, up_to_seq: int) -> None:
+    def context(self, session_id: str) -> list[dict[str, Any]]:
+        """The live context: the last snapshot plus the messages appended after it."""
         with self._lock:
-            self._db.execute(
-                "UPDATE messages SET archived = 1 WHERE session_id = ? AND seq <= ?",
-                (session_id, up_to_seq),
-            )
+            snap = self._db.execute(
+                "SELECT upto_seq, messages FROM contexts WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            upto, base = (snap[0], json.loads(snap[1])) if snap else (0, [])
+            rows = self._db.execute(
+                "SELECT message FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, upto),
+            ).fetchall()
+        later = [json.loads(text) for (text,) in rows]
+        return base + [m for m in later if m.get("role") != "event"]
+
+    def save_context(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        """Snapshot the live context as of the last appended message."""
+        text = json.dumps(messages, ensure_ascii=False)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                (upto,) = self._db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                self._db.execute(
+                    "INSERT OR REPLACE INTO contexts (session_id, upto_seq, created_at, messages)"
+                    " VALUES (?, ?, ?, ?)", (session_id, upto, time.time(), text),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def archive(self, session_id: str, up_to_seq: int) -> None:
+        """Drop everything up to now from the live context (kept in the transcript)."""
+        self.save_context(session_id, [])
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:

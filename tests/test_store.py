@@ -20,14 +20,17 @@ def test_append_is_committed_at_once(tmp_path: Path) -> None:
     assert store.messages("s1") == [{"role": "user", "content": "héllo ✓"}]
 
 
-def test_archive_keeps_history(tmp_path: Path) -> None:
+def test_context_snapshots_keep_the_whole_transcript(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     store.create_session("s1", "/p", model=None, mode=None)
     for i in range(4):
         store.append("s1", {"role": "user", "content": str(i)})
-    store.archive("s1", 2)
-    assert [m["content"] for m in store.messages("s1", include_archived=False)] == ["2", "3"]
-    assert len(store.messages("s1")) == 4
+    store.save_context("s1", [{"role": "user", "content": "summary of 0-3"}])
+    store.append("s1", {"role": "event", "type": "compaction"})
+    store.append("s1", {"role": "user", "content": "4"})
+    assert [m["content"] for m in store.context("s1")] == ["summary of 0-3", "4"]
+    assert store.messages("s1", include_archived=False) == store.context("s1")
+    assert [m.get("content") for m in store.messages("s1")] == ["0", "1", "2", "3", None, "4"]
 
 
 def test_list_sessions_newest_first_with_cursor(tmp_path: Path) -> None:
