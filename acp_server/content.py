@@ -36,16 +36,22 @@ async def user_content(blocks: Any, workspace: Workspace) -> list[dict[str, Any]
             raise RpcError.invalid_params("each prompt block needs a string `type`")
         kind = block["type"]
         if kind == "text":
-            parts.append({"type": "text", "text": str(block.get("text", ""))})
+            if not isinstance(block.get("text"), str):
+                raise RpcError.invalid_params("text blocks need a string `text`")
+            parts.append({"type": "text", "text": block["text"]})
         elif kind == "image":
             if not isinstance(block.get("data"), str) or not isinstance(block.get("mimeType"), str):
                 raise RpcError.invalid_params("image blocks need `data` and `mimeType`")
             parts.append({"type": "image", "mime_type": block["mimeType"], "data": block["data"]})
         elif kind == "resource_link":
+            if not isinstance(block.get("uri"), str):
+                raise RpcError.invalid_params("resource_link blocks need a string `uri`")
             parts.append(await _link(block, workspace))
         elif kind == "resource":
-            resource = block.get("resource") or {}
-            uri = str(resource.get("uri", ""))
+            resource = block.get("resource")
+            if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
+                raise RpcError.invalid_params("resource blocks need a `resource` with a string `uri`")
+            uri = resource["uri"]
             if isinstance(resource.get("text"), str):
                 path = file_path(uri)
                 parts.append(_attached(str(path) if path else uri, resource["text"]))
@@ -57,7 +63,7 @@ async def user_content(blocks: Any, workspace: Workspace) -> list[dict[str, Any]
 
 
 async def _link(block: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
-    uri = str(block.get("uri", ""))
+    uri = block["uri"]
     path = file_path(uri)
     if path is None:
         return {"type": "text", "text": f"[link: {block.get('name') or uri} <{uri}>]"}

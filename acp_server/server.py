@@ -7,6 +7,7 @@ Maps protocol methods onto the agent layer; owns no agent logic. Start-up stays 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 VERSION = "0.1.0"
 LIST_PAGE = 50
+AUTH_METHOD = "setup"
 MODE_NAMES = {
     "default": ("Default", "Ask before edits and commands"),
     "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
@@ -51,7 +53,10 @@ def _param(params: dict[str, Any], name: str, kind: type = str) -> Any:
 
 
 def _cwd(params: dict[str, Any]) -> Path:
-    cwd = Path(_param(params, "cwd"))
+    raw = _param(params, "cwd")
+    if "\x00" in raw:  # Path.is_dir would raise ValueError: a -32603 instead of a -32602
+        raise RpcError.invalid_params("`cwd` contains a NUL character")
+    cwd = Path(raw)
     if not cwd.is_absolute():
         raise RpcError.invalid_params("`cwd` must be an absolute path")
     if not cwd.is_dir():
@@ -96,7 +101,10 @@ class AcpServer:
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         _param(params, "protocolVersion", int)
         caps = params.get("clientCapabilities")
-        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        caps = caps if isinstance(caps, dict) else {}
+        if not isinstance(caps.get("fs"), dict):  # `"fs": true` must not crash session/new later
+            caps = {**caps, "fs": {}}
+        self.client_capabilities = caps
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -107,14 +115,16 @@ class AcpServer:
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
             "authMethods": [{
-                "id": "setup", "name": "Configure a model",
+                "id": AUTH_METHOD, "name": "Configure a model",
                 "description": "Choose a provider and enter its API key (runs `talaria setup`).",
                 "type": "terminal", "args": ["setup"],
             }],
         }
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
-        _param(params, "methodId")
+        method = _param(params, "methodId")
+        if method != AUTH_METHOD:
+            raise RpcError.invalid_params(f"unknown auth method {method!r}; use {AUTH_METHOD!r}")
         self._provider(None)  # raises auth_required with how-to when nothing is configured
         return {}
 
@@ -190,7 +200,9 @@ class AcpServer:
         try:
             before = float(cursor) if cursor else None
         except ValueError:
-            raise RpcError.invalid_params("`cursor` is not one this agent issued") from None
+            before = math.nan
+        if before is not None and not math.isfinite(before):
+            raise RpcError.invalid_params("`cursor` is not one this agent issued")
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [

@@ -191,6 +191,8 @@ async def compact(
             summary = (await summarizer.summarize(instructions, render_transcript(middle))).strip()
         if not summary:
             raise ValueError("the summary model returned nothing")
+        # One marker per context: an echoed marker would make the next update nest summaries.
+        summary = summary.replace(SUMMARY_MARK, "(earlier summary)")
     except Exception as exc:  # any failure: the deterministic summary stands in, visibly
         log.warning("summary failed: %s", exc)
         fallback, error = True, f"{type(exc).__name__}: {exc}"
@@ -212,8 +214,12 @@ async def compact_session(
     force_summary: bool = False, reason: str = "manual",
 ) -> Compaction:
     """Compact the live context, save the snapshot and the event, tell the front door."""
+    window = session.context_window
+    if reason == "overflow":
+        # The provider's limit is below what we were told: size the tail by what we have.
+        window = min(window, count(session.messages, session.tool_definitions()))
     result = await compact(
-        session.messages, window=session.context_window, tools=session.tool_definitions(),
+        session.messages, window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
     )
     if result.progress:

@@ -93,6 +93,28 @@ def talaria_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("TALARIA_HOME") or Path.home() / ".talaria").expanduser()
 
 
+def load_credentials(home: Path) -> dict[str, str]:
+    """`KEY=VALUE` lines of `home/credentials` (written by `talaria setup`, mode 0600).
+    Raises ValueError when the file exists but cannot be read."""
+    path = home / "credentials"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    credentials = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key.isidentifier():
+            continue  # blank lines, `# comments`
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        credentials[key] = value
+    return credentials
+
+
 def _coerce(name: str, value: Any) -> Any:
     if name == "fallback_models":
         if isinstance(value, str):
@@ -118,6 +140,14 @@ def load_config(
     env = os.environ if env is None else env
     flags = flags or {}
     home = talaria_home(env)
+    # Stored keys sit under the real environment (an exported variable wins). Providers read
+    # os.environ, so the process environment itself gets them when it is the one in use.
+    credentials = load_credentials(home)
+    if env is os.environ:
+        for key, value in credentials.items():
+            os.environ.setdefault(key, value)
+    else:
+        env = {**credentials, **env}
     path = home / "config.toml"
     file_values: dict[str, Any] = {}
     if path.is_file():

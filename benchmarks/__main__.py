@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import core
+from benchmarks import compaction, core
 
-SUITES = {**core.BENCHMARKS}
+SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:
