@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from acp_server.headless import TerminalView
+from acp_server.headless import TerminalView, child_env
 
 DEMO = Path(__file__).resolve().parent.parent / "agent" / "data" / "demo"
 
@@ -45,12 +44,10 @@ def demo_cli(args: argparse.Namespace) -> int:
     from agent.trajectory import write_transcript
 
     scenario = json.loads((DEMO / "scenario.json").read_text(encoding="utf-8"))
-    env = dict(os.environ, TALARIA_MODE="default")  # every ask is shown to the client, and allowed
-    if not args.live:
-        env["TALARIA_MODEL"] = f"replay:{DEMO / 'scenario.json'}"
-    elif args.model:
-        env["TALARIA_MODEL"] = args.model
+    model = f"replay:{DEMO / 'scenario.json'}" if not args.live else args.model
     try:
+        # Mode "default": every edit and command asks the client, which allows it.
+        env = child_env(TALARIA_MODE="default", **({"TALARIA_MODEL": model} if model else {}))
         config = load_config(env=env)
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)

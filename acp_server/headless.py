@@ -131,13 +131,25 @@ async def _turn(session: Any, prompt: str, view: TerminalView) -> str:
     return await run_turn(session, prompt, view)
 
 
+def child_env(**overrides: str) -> dict[str, str]:
+    """Our environment for a `talaria acp` child whose stderr is the user's terminal."""
+    from agent.config import load_config
+
+    env = dict(os.environ, **overrides)
+    # The agent logs INFO to stderr (editors keep it in a log panel); here those lines would
+    # interleave with the answer. Warnings still show; an explicit log level still wins.
+    if load_config(env=env).sources.get("log_level") == "default":
+        env["TALARIA_LOG_LEVEL"] = "WARNING"
+    return env
+
+
 async def run_over_acp(
     prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView
 ) -> tuple[str, str]:
     """Run one prompt through a `talaria acp` child; returns (stop reason, session id)."""
     from acp_server.client import AcpClient, allow_all, ask_on_terminal
 
-    env = dict(os.environ)
+    env = child_env()
     for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
         if flags.get(name) is not None:
             env[var] = str(flags[name])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import compaction, core
+from benchmarks import acp, compaction, core
 
-SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS}
+SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

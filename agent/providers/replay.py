@@ -2,7 +2,8 @@
 
 PATH is a scenario, JSON `{"turns": [TURN, ...]}` or JSONL of TURNs:
 
-    TURN = {"text"?: str, "reasoning"?: str, "signature"?: str, "redacted_thinking"?: str,
+    TURN = {"text"?: str, "deltas"?: [str] (explicit text chunks), "reasoning"?: str,
+            "signature"?: str, "redacted_thinking"?: str,
             "tool_calls"?: [{"id"?: str, "name": str, "arguments": dict | str}],
             "finish"?: "stop" | "tool_calls" | "length" | "refusal",
             "usage"?: {"input_tokens", "output_tokens", "cache_read_tokens", ...},
@@ -136,7 +137,7 @@ class ReplayProvider:
         self._last_calls = len(turn.get("tool_calls") or ())
         for piece in split_text(turn.get("reasoning") or ""):
             yield ReasoningDelta(piece)
-        for piece in split_text(turn.get("text") or ""):
+        for piece in turn.get("deltas") or split_text(turn.get("text") or ""):
             yield TextDelta(piece)
         for call in turn_tool_calls(turn, self.played):
             yield ToolCallRequest(call["id"], call["name"], call["arguments"])
