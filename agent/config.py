@@ -39,6 +39,11 @@ FIELDS: tuple[Field, ...] = (
           "Compact the context automatically at this share of the window."),
     Field("summary_model", "TALARIA_SUMMARY_MODEL", None,
           "Model for compaction summaries (default: the session's model)."),
+    Field("exec_mode", "TALARIA_EXEC_MODE", "project",
+          "execute_code: project (session cwd, project's python) or strict (staging dir)."),
+    Field("exec_timeout", "TALARIA_EXEC_TIMEOUT", 300, "execute_code wall-clock limit, seconds."),
+    Field("exec_env_passthrough", "TALARIA_EXEC_ENV_PASSTHROUGH", (),
+          "Extra environment variables (names or globs) execute_code scripts may see."),
 )
 FIELD_NAMES = frozenset(f.name for f in FIELDS)
 
@@ -70,9 +75,18 @@ class Config:
     log_level: str = "INFO"
     compact_threshold: float = 0.8
     summary_model: str | None = None
+    exec_mode: str = "project"
+    exec_timeout: float = 300
+    exec_env_passthrough: tuple[str, ...] = ()
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
+    credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    """Keys stored by `talaria setup` in `$TALARIA_HOME/credentials`; the environment wins."""
+
+    def provider_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment providers read: stored credentials under the real environment."""
+        return {**self.credentials, **(os.environ if env is None else env)}
 
     def window_for(self, model: str | None) -> int:
         """The context window of `model`: explicit setting, provider table, known default."""
@@ -116,7 +130,7 @@ def load_credentials(home: Path) -> dict[str, str]:
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name == "fallback_models":
+    if name in ("fallback_models", "exec_env_passthrough"):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
         return tuple(value)
@@ -125,6 +139,13 @@ def _coerce(name: str, value: Any) -> Any:
         if number <= 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
         return number
+    if name == "exec_mode" and value not in ("project", "strict"):
+        raise ValueError(f"exec_mode must be project or strict, got {value!r}")
+    if name == "exec_timeout":
+        seconds = float(value)
+        if seconds <= 0:
+            raise ValueError(f"exec_timeout must be positive, got {value!r}")
+        return seconds
     if name == "compact_threshold":
         share = float(value)
         if not 0.1 <= share <= 1.0:
@@ -140,14 +161,10 @@ def load_config(
     env = os.environ if env is None else env
     flags = flags or {}
     home = talaria_home(env)
-    # Stored keys sit under the real environment (an exported variable wins). Providers read
-    # os.environ, so the process environment itself gets them when it is the one in use.
+    # Stored keys sit under the real environment (an exported variable wins). They stay in
+    # the Config, not in os.environ, so commands the model runs do not inherit them.
     credentials = load_credentials(home)
-    if env is os.environ:
-        for key, value in credentials.items():
-            os.environ.setdefault(key, value)
-    else:
-        env = {**credentials, **env}
+    env = {**credentials, **env}
     path = home / "config.toml"
     file_values: dict[str, Any] = {}
     if path.is_file():
@@ -174,7 +191,7 @@ def load_config(
     providers = file_values.get("providers", {})
     if not isinstance(providers, dict):
         raise ValueError(f"{path}: [providers] must be a table of tables")
-    return Config(home=home, providers=providers, sources=sources, **values)
+    return Config(home=home, providers=providers, sources=sources, credentials=credentials, **values)
 
 
 def mask(secret: str) -> str:
@@ -183,7 +200,7 @@ def mask(secret: str) -> str:
 
 def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
     """(name, value, source) rows for `talaria config`; secrets masked."""
-    env = os.environ if env is None else env
+    env = config.provider_env(env)
     rows = [("home", str(config.home), "env TALARIA_HOME" if env.get("TALARIA_HOME") else "default")]
     for f in FIELDS:
         value = getattr(config, f.name)

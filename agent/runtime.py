@@ -11,6 +11,7 @@ from agent.providers.base import Message, Provider
 from agent.session import Session
 from agent.store import Store
 from tools.builtin import CORE_TOOLS, load_builtin_tools
+from tools.exec_env import ExecSettings
 from tools.workspace import Workspace
 
 
@@ -32,7 +33,7 @@ def make_provider(config: Config, model: str | None = None) -> Provider:
             f"{config.home / 'config.toml'}, or run `talaria setup`"
         )
     return create_retrying_provider(
-        chosen, list(config.fallback_models), providers=config.providers
+        chosen, list(config.fallback_models), providers=config.providers, env=config.provider_env()
     )
 
 
@@ -62,6 +63,10 @@ def new_session(
         max_turns=config.max_turns,
         max_tokens=config.max_tokens,
         compact_threshold=config.compact_threshold,
+    )
+    session.state["exec_settings"] = ExecSettings(
+        mode=config.exec_mode, timeout=config.exec_timeout,
+        env_passthrough=config.exec_env_passthrough, cache_dir=config.home / "cache" / "exec",
     )
     if config.summary_model:
         from agent.compaction import ProviderSummarizer
