@@ -34,9 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--base-url", help="OpenAI-compatible endpoint (custom, ollama, openrouter)")
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
-    from acp_server import trajectories_cli
+    from acp_server import batch_cli, trajectories_cli
 
     trajectories_cli.add_parser(sub)
+    batch_cli.add_batch_parser(sub)
     return parser
 
 
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         from acp_server.setup import setup_cli
 
         return setup_cli(args)
+    if args.command == "batch":
+        from acp_server.batch_cli import run_batch_cli
+
+        return run_batch_cli(args)
     if args.command == "trajectories":
         from acp_server.trajectories_cli import run as trajectories
 

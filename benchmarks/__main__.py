@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import acp, compaction, core
+from benchmarks import acp, batch, compaction, core, execute_code
 
-SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS}
+SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
+          **batch.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

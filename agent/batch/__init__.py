@@ -1,0 +1,11 @@
+"""Batch runs: many tasks, isolated workspaces, checkpointed results (`talaria batch`).
+
+    tasks.py       the tasks file and stable task ids
+    runner.py      run_batch(BatchOptions) -> BatchResult: scheduling, resume, retry-failed
+    executors.py   where tasks run: LocalExecutor (worker processes), RayExecutor
+    worker.py      one task: workspace, session, store, tools -> its record; `serve`
+    warm.py        what the local executor's forkserver imports once for all workers
+    records.py     the shape of a trajectories.jsonl line
+    checkpoint.py  the run directory: atomic appends, checkpoint, crash recovery
+    stats.py       statistics.json;  progress.py  the progress line on stderr
+"""

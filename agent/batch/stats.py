@@ -1,0 +1,95 @@
+"""`statistics.json`: what a run did, computed from every line of `trajectories.jsonl`.
+
+    {"tasks": {"total", "completed", "failed", "success_rate"},
+     "failures_by_reason": {reason: count},
+     "tools": {name: {"calls", "failed", "success_rate", "tasks_using"}},
+     "turns": {...}, "duration_s": {...}, "model_s": {...}  (total, mean, p50, p95, max)
+     "tokens": {"input", "output", "cache_read", "cache_write", "reasoning", "mean_per_task"},
+     "models": {model: tasks}, "run": {this invocation: executor, workers, wall_s, ...}}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+
+class Stats:
+    """Accumulates records one at a time (a run's file may be large: never held whole)."""
+
+    def __init__(self) -> None:
+        self.status: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()
+        self.models: Counter[str] = Counter()
+        self.tools: dict[str, dict[str, int]] = {}
+        self.tokens: Counter[str] = Counter()
+        self.turns: list[int] = []
+        self.durations: list[float] = []
+        self.model_times: list[float] = []
+
+    def add(self, record: dict[str, Any]) -> None:
+        status = "completed" if record.get("status") == "completed" else "failed"
+        self.status[status] += 1
+        if status == "failed":
+            self.reasons[str(record.get("reason") or "unknown")] += 1
+        self.models[str(record.get("model") or "?")] += 1
+        for name, counts in (record.get("tool_stats") or {}).items():
+            # Records say {calls, failed}; ShareGPT lines {count, success, failure} for every tool.
+            calls = int(counts.get("calls", counts.get("count", 0)) or 0)
+            if not calls:
+                continue
+            entry = self.tools.setdefault(name, {"calls": 0, "failed": 0, "tasks_using": 0})
+            entry["calls"] += calls
+            entry["failed"] += int(counts.get("failed", counts.get("failure", 0)) or 0)
+            entry["tasks_using"] += 1
+        for key, value in (record.get("tokens") or {}).items():
+            self.tokens[key] += int(value or 0)
+        self.turns.append(int(record.get("turns") or 0))
+        self.durations.append(float(record.get("duration_s") or 0.0))
+        self.model_times.append(float(record.get("model_s") or 0.0))
+
+    def to_dict(self, run: dict[str, Any] | None = None) -> dict[str, Any]:
+        total = sum(self.status.values())
+        tools = {
+            name: {**entry, "success_rate": _rate(entry["calls"] - entry["failed"], entry["calls"])}
+            for name, entry in sorted(self.tools.items())
+        }
+        return {
+            "tasks": {"total": total, "completed": self.status["completed"],
+                      "failed": self.status["failed"],
+                      "success_rate": _rate(self.status["completed"], total)},
+            "failures_by_reason": dict(self.reasons.most_common()),
+            "tools": tools,
+            "turns": describe(self.turns),
+            "duration_s": describe(self.durations),
+            "model_s": describe(self.model_times),
+            "tokens": {**dict(self.tokens),
+                       "mean_per_task": round(sum(self.tokens.values()) / total, 1) if total else 0},
+            "models": dict(self.models.most_common()),
+            "run": run or {},
+        }
+
+
+def compute(records: Iterable[dict[str, Any]], run: dict[str, Any] | None = None) -> dict[str, Any]:
+    stats = Stats()
+    for record in records:
+        stats.add(record)
+    return stats.to_dict(run)
+
+
+def describe(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"total": 0, "mean": 0, "p50": 0, "p95": 0, "max": 0}
+    ordered = sorted(values)
+    return {
+        "total": round(sum(ordered), 4),
+        "mean": round(sum(ordered) / len(ordered), 4),
+        "p50": round(ordered[len(ordered) // 2], 4),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 4),
+        "max": round(ordered[-1], 4),
+    }
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0

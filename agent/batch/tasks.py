@@ -1,0 +1,120 @@
+"""Batch tasks: one JSON object per line of a tasks file.
+
+    {"prompt": str,                   required
+     "id"?: str,                      stable id; default: a hash of the line's content
+     "workspace"?: str,               a template directory copied fresh for this task
+     "cwd"?: str,                     an existing directory used as is (not isolated)
+     "model"?: str, "toolsets"?: [str]}
+
+Relative paths are taken from the tasks file's directory. Without `workspace` or `cwd` a task
+runs in a fresh empty directory. The id is what `--resume` matches on, so it must not depend on
+the line's position: an id-less line is named by the SHA-256 of its canonical JSON, and a
+repeated identical line gets `-2`, `-3`, ... in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+MAX_PROMPT_CHARS = 1_000_000
+"""A prompt longer than this is a mistake in the tasks file (a whole dataset on one line)."""
+ID_HEX = 16
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be run; the message names the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    id: str
+    prompt: str
+    workspace: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    toolsets: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["toolsets"] = list(self.toolsets) if self.toolsets is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        toolsets = data.get("toolsets")
+        return cls(**{**data, "toolsets": tuple(toolsets) if toolsets is not None else None})
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Every task of `path`, in file order. Raises TaskFileError on the first bad line."""
+    base = path.resolve().parent
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFileError(f"{path}: {exc}") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(f"{where}: not JSON ({exc})") from exc
+        task = _task(data, base, where)
+        if task.id in seen:
+            if "id" in data:
+                raise TaskFileError(f"{where}: duplicate id {task.id!r} (first on line {seen[task.id]})")
+            task = replace(task, id=_nth(task.id, seen))
+        seen[task.id] = number
+        tasks.append(task)
+    return tasks
+
+
+def _nth(base_id: str, seen: dict[str, int]) -> str:
+    n = 2
+    while f"{base_id}-{n}" in seen:
+        n += 1
+    return f"{base_id}-{n}"
+
+
+def _task(data: Any, base: Path, where: str) -> Task:
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{where}: a task is a JSON object with a \"prompt\"")
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise TaskFileError(f"{where}: \"prompt\" must be a non-empty string")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise TaskFileError(f"{where}: prompt longer than {MAX_PROMPT_CHARS} characters")
+    if data.get("workspace") and data.get("cwd"):
+        raise TaskFileError(f"{where}: give \"workspace\" (copied) or \"cwd\" (used as is), not both")
+    task_id = data.get("id")
+    if task_id is None:
+        canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        task_id = hashlib.sha256(canonical.encode()).hexdigest()[:ID_HEX]
+    elif not isinstance(task_id, str | int) or not str(task_id).strip():
+        raise TaskFileError(f"{where}: \"id\" must be a non-empty string")
+    toolsets = data.get("toolsets")
+    if isinstance(toolsets, str):
+        toolsets = [toolsets]
+    if toolsets is not None and not (
+        isinstance(toolsets, list) and all(isinstance(t, str) for t in toolsets)
+    ):
+        raise TaskFileError(f"{where}: \"toolsets\" must be a list of names")
+    paths = {}
+    for key in ("workspace", "cwd"):
+        if data.get(key):
+            directory = (base / str(data[key])).resolve()
+            if not directory.is_dir():
+                raise TaskFileError(f"{where}: {key} {directory} is not a directory")
+            paths[key] = str(directory)
+    model = data.get("model")
+    return Task(
+        id=str(task_id), prompt=prompt, model=str(model) if model else None,
+        toolsets=tuple(toolsets) if toolsets is not None else None, **paths,
+    )

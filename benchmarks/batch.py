@@ -1,0 +1,144 @@
+"""Batch runner and trajectory compressor benchmarks.
+
+    batch                 200 scripted tasks (write a file, read it back, report: 3 model calls,
+                          2 tool calls each), 8 workers, an instant fake model on loopback; local
+                          worker processes, then a local Ray instance (cold, then warm). Overhead per task outside
+                          the model = time in the worker minus time in model calls, plus the
+                          runner's bookkeeping (trajectory append + fsync + checkpoint).
+    trajectory_compress   1,000 ShareGPT trajectories of ~50K tokens, an instant summarizer,
+                          the default 29K budget: every one must end under it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import string
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TASKS = 200
+WORKERS = 8
+OVERHEAD_TARGET_MS = 100.0
+
+
+def _run(executor: str, root: Path, llm: Any, name: str | None = None) -> dict[str, Any]:
+    from agent.batch.runner import BatchOptions, run_batch
+
+    name = name or executor
+    tasks = root / f"tasks-{name}.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": f"write out.txt task {i}"})
+                             + "\n" for i in range(TASKS)))
+    served = llm.served
+    started = time.perf_counter()
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name=name, output_dir=root / "data",
+                                    workers=WORKERS, model="openai:fake", executor=executor),
+                       progress_out=None)
+    wall = time.perf_counter() - started
+    stats = result.statistics
+    outside = (stats["duration_s"]["mean"] - stats["model_s"]["mean"]) * 1000
+    overhead = outside + stats["run"]["bookkeeping_ms_per_task"]
+    return {"metric": "batch_throughput", "executor": executor, "tasks": TASKS,
+            "workers": WORKERS, "completed": result.completed, "model_calls": llm.served - served,
+            "wall_s": round(wall, 2), "tasks_per_minute": round(TASKS / wall * 60, 1),
+            "overhead_ms_per_task": round(overhead, 1),
+            "worker_ms_outside_model": round(outside, 1),
+            "bookkeeping_ms_per_task": stats["run"]["bookkeeping_ms_per_task"],
+            "model_ms_per_task": round(stats["model_s"]["mean"] * 1000, 1),
+            "target_overhead_ms": OVERHEAD_TARGET_MS, "cpus": os.cpu_count()}
+
+
+def batch() -> Iterator[dict[str, Any]]:
+    from tests.batchllm import RoutedLLM
+
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp, RoutedLLM() as llm:
+        root = Path(tmp)
+        os.environ.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=llm.openai_base_url,
+                          TALARIA_HOME=str(root / "home"), RAY_AUTH_MODE="disabled")
+        try:
+            yield _run("local", root, llm)
+            try:
+                import ray
+            except ImportError:
+                yield {"metric": "batch_throughput", "executor": "ray",
+                       "skipped": "ray is not installed (pip install ray)"}
+                return
+            started = time.perf_counter()
+            ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
+            try:
+                ray_start = time.perf_counter() - started
+                yield {**_run("ray", root, llm), "ray_start_s": round(ray_start, 2),
+                       "note": "cold: Ray's worker processes import Talaria on their first "
+                               "task; wall_s excludes starting the local Ray instance"}
+                yield {**_run("ray", root, llm, "ray-warm"),
+                       "note": "warm: a second run on the same Ray instance (workers reused)"}
+            finally:
+                ray.shutdown()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+COMPRESS_TRAJECTORIES = 1_000
+TURN_POOL = 300
+
+
+def _synthetic(path: Path, count: int, rng: random.Random) -> int:
+    """`count` trajectories of ~50K tokens: a task, then gpt tool calls and tool outputs drawn
+    from a pool of varied texts (every turn numbered, so no two trajectories are alike)."""
+    def text(words: int) -> str:
+        return " ".join("".join(rng.choices(string.ascii_lowercase + "_./", k=rng.randint(2, 9)))
+                        for _ in range(words))
+
+    pool = [text(rng.randint(300, 900)) for _ in range(TURN_POOL)]
+    size = 0
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(count):
+            turns = [{"from": "system", "value": "You are a coding agent. " + pool[0][:2000]},
+                     {"from": "human", "value": f"Task {n}: " + pool[1][:1500]}]
+            for step in range(30):
+                call = {"name": "terminal", "arguments": {"command": f"cat src/file_{n}_{step}.py"}}
+                turns.append({"from": "gpt", "value": f"Step {step}.\n<tool_call>\n"
+                              f"{json.dumps(call)}\n</tool_call>"})
+                turns.append({"from": "tool", "value": f"<tool_response>{step}:"
+                              f"{rng.choice(pool)}</tool_response>"})
+            turns.append({"from": "gpt", "value": "Done: " + pool[2][:800]})
+            line = json.dumps({"id": n, "conversations": turns}) + "\n"
+            size += len(line)
+            out.write(line)
+    return size
+
+
+class InstantSummarizer:
+    async def summarize(self, instructions: str, transcript: str) -> str:
+        return "The agent read the source files one by one and noted their contents."
+
+
+def trajectory_compress() -> Iterator[dict[str, Any]]:
+    from agent.trajectory_compress import CompressOptions, compress_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, output = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        size = _synthetic(source, COMPRESS_TRAJECTORIES, random.Random(2026))
+        options = CompressOptions(workers=os.cpu_count() or 1)
+        started = time.perf_counter()
+        report = compress_file(source, output, options, summarizer=InstantSummarizer())
+        wall = time.perf_counter() - started
+    aggregate = report["aggregate"]
+    yield {"metric": "trajectory_compress", "trajectories": aggregate["trajectories"],
+           "input_mb": round(size / 1e6, 1),
+           "mean_original_tokens": aggregate["original_tokens"] // aggregate["trajectories"],
+           "target_tokens": options.target_tokens, "compressed": aggregate["compressed"],
+           "still_over_limit": aggregate["still_over_limit"],
+           "all_under_budget": aggregate["still_over_limit"] == 0,
+           "max_compressed_tokens": max(m["compressed_tokens"] for m in report["trajectories"]),
+           "compression_ratio": aggregate["compression_ratio"], "wall_s": round(wall, 2),
+           "target_wall_s": 60, "workers": options.workers, "cpus": os.cpu_count()}
+
+
+BENCHMARKS = {"batch": batch, "trajectory_compress": trajectory_compress}
