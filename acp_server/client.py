@@ -25,8 +25,9 @@ editor's part:
   `on_update(session_id, update)` (plain or async function) in arrival order; every update of a
   turn has been delivered when `prompt()` returns.
 
-The agent's stderr goes to ours, or to `stderr=` (a path, a file or a file descriptor), never
-into the protocol. Leaving the `async with` block closes the agent's stdin, gives it
+The agent runs in its own process group (Ctrl-C reaches the script, not the agent) with its
+stderr going to ours, or to `stderr=` (a path, a file or a file descriptor), never into the
+protocol. Leaving the `async with` block closes the agent's stdin, gives it
 `exit_grace` seconds to exit (then terminates, then kills it) and kills the terminals it left.
 
 Errors come from `acp_server.jsonrpc`: `RpcError` when the agent answers with an error (code,
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import os
 import subprocess
 import sys
@@ -56,8 +56,6 @@ from acp_server.client_terminals import LocalTerminals
 from acp_server.jsonrpc import DEFAULT_REQUEST_TIMEOUT, JsonObject, Peer, RpcError
 
 __all__ = ["AcpClient", "Write", "allow_all", "ask_on_terminal", "reject_all"]
-
-log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 EXIT_GRACE = 5.0
@@ -152,9 +150,11 @@ class AcpClient:
             stderr = self._stderr
             if isinstance(stderr, str | Path):
                 stderr = stack.enter_context(open(stderr, "ab"))  # noqa: SIM115 - the stack closes it
+            # Its own process group: Ctrl-C reaches the script, whose exit then stops the agent
+            # cleanly (stdin closed) instead of both dying mid-message.
             self.process = proc = await anyio.open_process(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                env=self.env, cwd=self.cwd,
+                env=self.env, cwd=self.cwd, start_new_session=True,
             )
             stack.push_async_callback(_close_process, proc)
             assert proc.stdout is not None and proc.stdin is not None
@@ -226,7 +226,7 @@ class AcpClient:
 
     async def new_session(self, cwd: str | Path, mcp_servers: Sequence[JsonObject] = ()) -> str:
         """Start a session in `cwd` (made absolute); returns its id."""
-        cwd = Path(cwd).resolve()
+        cwd = Path(os.path.abspath(cwd))
         result = await self._request("session/new", {"cwd": str(cwd), "mcpServers": list(mcp_servers)})
         session_id = result["sessionId"]
         self.session_cwds[session_id] = cwd
@@ -234,7 +234,7 @@ class AcpClient:
 
     async def load_session(self, session_id: str, cwd: str | Path) -> JsonObject:
         """Reopen a stored session; its history arrives as updates before this returns."""
-        cwd = Path(cwd).resolve()
+        cwd = Path(os.path.abspath(cwd))
         result = await self._request(
             "session/load", {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
         )
@@ -264,7 +264,7 @@ class AcpClient:
         """One page: `{"sessions": [...], "nextCursor"?: str}`."""
         params: JsonObject = {}
         if cwd is not None:
-            params["cwd"] = str(Path(cwd).resolve())
+            params["cwd"] = os.path.abspath(cwd)
         if cursor is not None:
             params["cursor"] = cursor
         return await self._request("session/list", params)

@@ -8,6 +8,8 @@ turn is cancelled.
 
 from __future__ import annotations
 
+import io
+import os
 from typing import Any
 
 import anyio
@@ -43,10 +45,11 @@ async def ask_on_terminal(params: dict[str, Any]) -> str | None:
 
 def _ask_tty(params: dict[str, Any]) -> str | None:
     options = [o for o in params.get("options") or () if isinstance(o, dict)]
-    try:
-        tty = open("/dev/tty", "r+", encoding="utf-8", errors="replace")  # noqa: SIM115
+    try:  # as getpass does: a buffered "r+" would need a seekable file
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return pick(params, "reject_once", "reject_always")
+    tty = io.TextIOWrapper(io.FileIO(fd, "w+"), encoding="utf-8", errors="replace")
     call = params.get("toolCall") or {}
     notes = [c["content"]["text"] for c in call.get("content") or ()
              if isinstance(c, dict) and isinstance(c.get("content"), dict)

@@ -44,6 +44,14 @@ class LocalTerminal:
 
     def feed(self, chunk: bytes) -> None:
         self.output += chunk
+        if len(self.output) > 2 * self.limit + READ_CHUNK:  # trim rarely, not on every chunk
+            self._trim()
+
+    def text(self) -> str:
+        self._trim()
+        return self.output.decode("utf-8", "replace")
+
+    def _trim(self) -> None:
         if len(self.output) > self.limit:
             cut = len(self.output) - self.limit
             while cut < len(self.output) and self.output[cut] & 0xC0 == 0x80:
@@ -123,7 +131,7 @@ class LocalTerminals:
     async def output(self, params: JsonObject) -> JsonObject:
         terminal = self._get(params)
         result: JsonObject = {
-            "output": terminal.output.decode("utf-8", "replace"), "truncated": terminal.truncated,
+            "output": terminal.text(), "truncated": terminal.truncated,
         }
         if (status := terminal.exit_status()) is not None:
             result["exitStatus"] = status

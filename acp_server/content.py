@@ -11,6 +11,10 @@ from tools.workspace import Workspace, WorkspaceError
 
 RESOURCE_TEXT_LIMIT = 200_000
 """Characters of one attached file passed to the model; the rest is cut with a note."""
+MAX_CHARS_PER_TOKEN = 16
+"""No real text averages more characters per token: a prompt longer than the context window
+times this can never fit, and counting its tokens would stall the event loop for seconds
+(tiktoken takes about 0.6 s per MB), so it is refused up front."""
 
 
 def file_path(uri: str) -> Path | None:
@@ -75,5 +79,18 @@ async def _link(block: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
         return {"type": "text", "text": f"[attached file {path} could not be read: {exc}]"}
 
 
-def text_of(content: list[dict[str, Any]]) -> str:
-    return "".join(part["text"] for part in content if part.get("type") == "text")
+def typed_text(blocks: list[dict[str, Any]]) -> str:
+    """What the user typed: the last text block. Clients may put other text first
+    (CodeCompanion prepends AGENTS.md), which must not hide a slash command."""
+    return next((b["text"] for b in reversed(blocks) if b.get("type") == "text"), "")
+
+
+def check_size(content: list[dict[str, Any]], context_window: int) -> None:
+    """Refuse a prompt whose text cannot fit in `context_window` tokens (a -32602)."""
+    chars = sum(len(part.get("text", "")) for part in content)
+    limit = context_window * MAX_CHARS_PER_TOKEN
+    if chars > limit:
+        raise RpcError.invalid_params(
+            f"the prompt is too large: {chars:,} characters, more than the model's context "
+            f"window of {context_window:,} tokens can hold"
+        )

@@ -68,6 +68,9 @@ def demo_cli(args: argparse.Namespace) -> int:
     except PeerError as exc:
         print(f"\ntalaria: the agent stopped answering ({exc})", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ntalaria: interrupted", file=sys.stderr)
+        return 130
     store = Store(config.home / "sessions.db")
     try:
         trajectory = write_transcript(store, session_id, config.home / "trajectories")

@@ -93,11 +93,17 @@ class EditorWorkspace:
             return await self.local.run(
                 command, cwd=cwd, timeout=timeout, output_limit=output_limit, on_terminal=on_terminal
             )
-        created = await self._call("terminal/create", {
-            "command": "bash", "args": ["-c", command], "cwd": str(cwd),
-            "outputByteLimit": output_limit,
-        })
-        terminal_id = created["terminalId"]
+        # Shielded: a cancel during terminal/create would drop its answer, and the editor's
+        # process would run on, never killed nor released. A cancel that came meanwhile is
+        # honoured at the first await below, which kills and releases the terminal.
+        with anyio.CancelScope(shield=True):
+            created = await self._call("terminal/create", {
+                "command": "bash", "args": ["-c", command], "cwd": str(cwd),
+                "outputByteLimit": output_limit,
+            })
+        terminal_id = created.get("terminalId")
+        if not isinstance(terminal_id, str):
+            raise WorkspaceError("the editor's terminal/create returned no terminalId")
         try:
             if on_terminal is not None:
                 await on_terminal(terminal_id)

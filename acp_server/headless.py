@@ -25,7 +25,7 @@ STATUS_MARK = {"completed": "✓", "failed": "✗"}
 
 
 class TerminalView:
-    """Renders events for a person (or as JSON lines)."""
+    """Renders events for a person (or as JSON lines), counting tool calls for the summary."""
 
     def __init__(self, out: TextIO, *, as_json: bool) -> None:
         self.out = out
@@ -36,10 +36,8 @@ class TerminalView:
         self.at_line_start = True
 
     async def __call__(self, event: ev.Event) -> None:
-        if self.as_json:
-            print(json.dumps(ev.event_to_dict(event), ensure_ascii=False, default=str), file=self.out)
-            self.out.flush()
-            return
+        if self.as_json:  # then only counted: the text methods below print nothing
+            self._json(ev.event_to_dict(event))
         match event:
             case ev.TextChunk(text=text):
                 self._write(text)
@@ -55,10 +53,7 @@ class TerminalView:
     async def update(self, session_id: str, update: dict[str, Any]) -> None:
         """The same rendering for an ACP `session/update` (`AcpClient`'s `on_update`)."""
         if self.as_json:
-            line = {"sessionId": session_id, "update": update}
-            print(json.dumps(line, ensure_ascii=False), file=self.out)
-            self.out.flush()
-            return
+            self._json({"sessionId": session_id, "update": update})
         kind, call_id = update.get("sessionUpdate"), str(update.get("toolCallId", ""))
         if kind == "agent_message_chunk":
             content = update.get("content") or {}
@@ -69,7 +64,8 @@ class TerminalView:
                 self.titles[call_id] = str(update["title"])
             if update.get("status") in ("completed", "failed"):
                 texts = [c["content"].get("text", "") for c in update.get("content") or ()
-                         if c.get("type") == "content" and isinstance(c.get("content"), dict)]
+                         if isinstance(c, dict) and c.get("type") == "content"
+                         and isinstance(c.get("content"), dict)]
                 failed = update["status"] == "failed"
                 self._finished(call_id, update["status"], texts[0] if failed and texts else None)
         elif kind == "plan":
@@ -84,7 +80,13 @@ class TerminalView:
     def _plan(self, entries: Any) -> None:
         self._line("plan: " + "; ".join(f"[{e['status']}] {e['content']}" for e in entries))
 
+    def _json(self, line: dict[str, Any]) -> None:
+        print(json.dumps(line, ensure_ascii=False, default=str), file=self.out)
+        self.out.flush()
+
     def _write(self, text: str) -> None:
+        if self.as_json:
+            return
         self.out.write(text)
         self.out.flush()
         self.at_line_start = text.endswith("\n")
@@ -193,6 +195,9 @@ def run_cli(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ntalaria: interrupted", file=sys.stderr)
+        return 130
     summary = {"stop_reason": reason, "session": session_id, "tool_calls": view.tool_calls,
                "failed_tool_calls": view.failed}
     if args.json:

@@ -83,3 +83,17 @@ def _plan(result: Message | None) -> list[dict[str, Any]] | None:
         return None
     # As live (tools/todo.py): cancelled items are not shown as plan entries.
     return plan_entries([t for t in todos if isinstance(t, dict) and t.get("status") != "cancelled"])
+
+
+def last_todos(messages: list[Message]) -> list[dict[str, Any]] | None:
+    """The todo list as the last `todo` call left it, to restore the tool's state on load."""
+    for message in reversed(messages):
+        if message.get("role") == "tool" and message.get("name") == "todo":
+            try:
+                data = json.loads(message.get("content") or "")
+            except json.JSONDecodeError:
+                continue
+            todos = data.get("todos") if isinstance(data, dict) else None
+            if isinstance(todos, list):
+                return todos
+    return None

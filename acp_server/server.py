@@ -6,6 +6,7 @@ Maps protocol methods onto the agent layer; owns no agent logic. Start-up stays 
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 from pathlib import Path
@@ -14,9 +15,9 @@ from typing import Any
 import anyio
 
 from acp_server import commands
-from acp_server.content import text_of, user_content
-from acp_server.history import replay_updates
-from acp_server.jsonrpc import Peer, Reply, RpcError
+from acp_server.content import check_size, typed_text, user_content
+from acp_server.history import last_todos, replay_updates
+from acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
 from acp_server.updates import compaction, iso, to_update
 from agent.config import Config
 from agent.events import Compacted
@@ -64,14 +65,29 @@ def _cwd(params: dict[str, Any]) -> Path:
     return cwd
 
 
+def _parse_cursor(cursor: str) -> tuple[float, str]:
+    """`updated_at/id` of the last session of the previous page (see Store.list_sessions)."""
+    stamp, _, session_id = cursor.partition("/")
+    try:
+        updated_at = float(stamp)
+    except ValueError:
+        updated_at = math.nan
+    if not session_id or not math.isfinite(updated_at):
+        raise RpcError.invalid_params("`cursor` is not one this agent issued")
+    return updated_at, session_id
+
+
 class AcpServer:
     def __init__(self, peer: Peer, config: Config) -> None:
         self.peer = peer
         self.config = config
         self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
-        self.running: set[str] = set()
+        self.running: dict[str, anyio.CancelScope] = {}
+        """Session id -> the scope of its running `session/prompt` (see `cancel`)."""
         self._store: Store | None = None
+        self._kernels: Any = None
+        """execute_code kernels of all sessions: one pool, so at most MAX_KERNELS live."""
         for method, handler in {
             "initialize": self.initialize, "authenticate": self.authenticate,
             "session/new": self.new_session, "session/load": self.load_session,
@@ -92,7 +108,7 @@ class AcpServer:
 
     def close(self) -> None:
         for session in self.sessions.values():
-            session.cancel()
+            session.close()
         if self._store is not None:
             self._store.close()
 
@@ -137,6 +153,21 @@ class AcpServer:
         except ProviderError as exc:
             raise RpcError.auth_required(exc.user_message()) from None
 
+    def _switch_model(self, model: str) -> Any:
+        """The provider for a model the user picked: a bad name is bad params, not auth."""
+        from agent.providers.errors import AuthError, BillingError, ProviderError
+        from agent.runtime import make_provider
+
+        name = model.partition(":")[2] if ":" in model else model
+        if not name.strip() or model.startswith(":"):
+            raise RpcError.invalid_params(f"model {model!r} must look like provider:model")
+        try:
+            return make_provider(self.config, model)
+        except (AuthError, BillingError) as exc:
+            raise RpcError.auth_required(exc.user_message()) from None
+        except ProviderError as exc:
+            raise RpcError.invalid_params(exc.user_message()) from None
+
     def _session(self, params: dict[str, Any]) -> Session:
         session_id = _param(params, "sessionId")
         session = self.sessions.get(session_id)
@@ -151,6 +182,8 @@ class AcpServer:
         from tools.local import LocalWorkspace
 
         provider = self._provider(model)
+        if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
+            mode = self.config.mode if self.config.mode in MODES else "default"
         holder: dict[str, str] = {}
         workspace = EditorWorkspace(self.peer, "", self.client_capabilities, LocalWorkspace(cwd))
         session = new_session(
@@ -159,6 +192,11 @@ class AcpServer:
             history=history,
         )
         holder["id"] = workspace.session_id = session.id
+        if self._kernels is None:
+            from tools.kernel_pool import KernelPool
+
+            self._kernels = KernelPool()
+        session.state["kernels"] = self._kernels.session(session.id)
         self.sessions[session.id] = session
         return session
 
@@ -190,6 +228,8 @@ class AcpServer:
                               mode=record.mode if record.mode in MODES else None,
                               session_id=session_id, history=history)
         session.title = record.title
+        if (todos := last_todos(history)) is not None:
+            session.state["todos"] = todos  # the plan survives a restart
         return session
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -197,12 +237,7 @@ class AcpServer:
         cursor = params.get("cursor")
         if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
             raise RpcError.invalid_params("`cwd` and `cursor` must be strings")
-        try:
-            before = float(cursor) if cursor else None
-        except ValueError:
-            before = math.nan
-        if before is not None and not math.isfinite(before):
-            raise RpcError.invalid_params("`cursor` is not one this agent issued")
+        before = _parse_cursor(cursor) if cursor else None
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [
@@ -210,12 +245,13 @@ class AcpServer:
             for r in page
         ]}
         if len(records) > LIST_PAGE:
-            result["nextCursor"] = repr(page[-1].updated_at)
+            result["nextCursor"] = f"{page[-1].updated_at!r}/{page[-1].id}"
         return result
 
     async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        session.cancel()
+        await self.cancel({"sessionId": session.id})
+        session.close()  # stops its execute_code kernel
         self.sessions.pop(session.id, None)
         return {}
 
@@ -267,7 +303,7 @@ class AcpServer:
             session.store.update_session(session.id, mode=value)
             await self._notify(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": value})
         elif option == "model":
-            session.provider = self._provider(value)
+            session.provider = self._switch_model(value)
             session.context_window = self.config.window_for(value)
             session.store.update_session(session.id, model=value)
         elif option == "reasoning_effort":
@@ -288,12 +324,18 @@ class AcpServer:
         session = self._session(params)
         if session.id in self.running:
             raise RpcError.invalid_params("a prompt is already running in this session")
-        self.running.add(session.id)
+        self.running[session.id] = scope = anyio.CancelScope()
         try:
-            content = await user_content(params.get("prompt"), session.workspace)
-            command = commands.parse(text_of(content))
-            if command is not None:
-                return {"stopReason": await commands.run(self, session, *command)}
+            # A cancel may come while a resource link is read through the editor, or during a
+            # slash command: before run_turn has a scope of its own, this one catches it.
+            with scope:
+                content = await user_content(params.get("prompt"), session.workspace)
+                check_size(content, session.context_window)
+                command = commands.parse(typed_text(params["prompt"]))
+                if command is not None:
+                    return {"stopReason": await commands.run(self, session, *command)}
+            if scope.cancel_called:
+                return {"stopReason": "cancelled"}
             try:
                 reason = await run_turn(session, content, lambda e: self._emit(session.id, e))
             except (AuthError, BillingError) as exc:
@@ -302,24 +344,36 @@ class AcpServer:
                 raise RpcError.internal(exc.user_message()) from None
             return {"stopReason": reason}
         finally:
-            self.running.discard(session.id)
+            if self.running.get(session.id) is scope:
+                del self.running[session.id]
 
     async def cancel(self, params: dict[str, Any]) -> None:
         session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
-        if session is not None:
-            session.cancel()  # no turn running: a no-op
+        if session is None:
+            return
+        if not session.cancel() and (scope := self.running.get(session.id)) is not None:
+            scope.cancel()  # the prompt has not reached its turn yet
+        # Neither: no prompt running, a no-op that must not poison the next turn.
 
     async def _ask(self, session_id: str, ask: PermissionAsk) -> str:
         tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
         if ask.reason not in ("edit", "command"):
             tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": f"Asking because: {ask.reason}"}}]
-        result = await self.peer.request(
-            "session/request_permission",
-            {"sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
-            timeout=None,
-        )
-        outcome = (result or {}).get("outcome") or {}
-        if outcome.get("outcome") != "selected":
+        try:
+            result = await self.peer.request(
+                "session/request_permission",
+                {"sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
+                timeout=None,
+            )
+        except RpcError as exc:  # a client that cannot ask: nothing was allowed
+            log.warning("session/request_permission failed: %s", exc)
+            return "reject_once"
+        except PeerError:  # the editor is gone: nobody can answer, stop the turn
+            if (session := self.sessions.get(session_id)) is not None:
+                session.cancel()
+            return "cancelled"
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
             return "cancelled"
         chosen = outcome.get("optionId")
         return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"
@@ -363,4 +417,7 @@ def main() -> int:
         return 2
     setup_logging(config.home, config.log_level)
     anyio.run(serve, reader, writer, config)
+    # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
+    # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.
+    gc.freeze()
     return 0

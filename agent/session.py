@@ -45,6 +45,13 @@ class Session:
         self.cancel_scope.cancel()
         return True
 
+    def close(self) -> None:
+        """End the session: stop its turn and run the cleanups tools registered in
+        `state["on_close"]` (name -> callable), e.g. execute_code's kernel."""
+        self.cancel()
+        for cleanup in self.state.pop("on_close", {}).values():
+            cleanup()
+
     def append(self, message: Message) -> None:
         """Add a message to the context and commit it to the transcript at once."""
         self.messages.append(message)

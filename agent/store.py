@@ -109,20 +109,22 @@ class Store:
         return _record(row) if row else None
 
     def list_sessions(
-        self, *, cwd: str | None = None, before: float | None = None, limit: int = 50
+        self, *, cwd: str | None = None, before: tuple[float, str] | None = None, limit: int = 50
     ) -> list[SessionRecord]:
-        """Newest first; `before` is the `updated_at` cursor of the previous page."""
+        """Newest first. `before` is the (updated_at, id) of the last row of the previous page:
+        the id breaks ties, so sessions updated in the same instant are neither lost nor repeated."""
         query = "SELECT id, cwd, title, model, mode, created_at, updated_at, meta FROM sessions"
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if cwd is not None:
             clauses.append("cwd = ?")
             args.append(cwd)
         if before is not None:
-            clauses.append("updated_at < ?")
-            args.append(before)
+            clauses.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
+            args += [before[0], before[0], before[1]]
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        query += " ORDER BY updated_at DESC LIMIT ?"
+        query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]

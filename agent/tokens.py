@@ -23,6 +23,9 @@ CL100K_PATTERN = (
     r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
 BYTES_PER_TOKEN = 4
+EXACT_LIMIT = 400_000
+"""Characters counted exactly; longer texts are estimated. tiktoken takes ~0.6 s per MB on
+the event loop, which would hold up cancellation and every other session."""
 # Per-message framing overhead of chat formats (role markers, separators).
 MESSAGE_OVERHEAD = 4
 
@@ -51,7 +54,7 @@ def encoding() -> Any | None:
 
 
 def count(text: str) -> int:
-    enc = encoding()
+    enc = encoding() if len(text) <= EXACT_LIMIT else None
     if enc is None:
         return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
     return len(enc.encode(text, disallowed_special=()))

@@ -13,7 +13,8 @@ problem too. Problems are collected by the reader thread and fail the test at `c
 The editor side is real: `fs/*` reads unsaved `buffers` (falling back to disk) and keeps
 writes in `buffers` (the disk is left alone, as Zed's review does until accepted);
 `terminal/*` runs real local processes in their own process groups; permission requests are
-answered by `permission` (an option id, a callable, or None to never answer).
+answered by `permission` (an option id, "cancelled", "error", a callable returning one of
+those, or None to never answer).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class Editor:
     def __init__(
         self, tmp: Path, llm: Any = None, *, project: Path | None = None, home: Path | None = None,
         permission: Permission = "allow_once", answer_cancelled: bool = True,
-        credentials: bool = True, env: dict[str, str] | None = None, start: bool = True,
+        credentials: bool = True, env: dict[str, str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.llm = llm
@@ -119,6 +120,10 @@ class Editor:
         self.recorder = Recorder()
         self.problems: list[str] = []
         self.buffers: dict[str, str] = {}
+        self.hang_reads: set[str] = set()
+        """Paths whose `fs/read_text_file` is never answered (a stuck or dumb client)."""
+        self.delays: dict[str, float] = {}
+        """Method -> seconds the editor takes to answer it (after doing the work)."""
         self.writes: list[tuple[str, str]] = []
         self.reads: list[str] = []
         self.terminals: dict[str, Terminal] = {}
@@ -132,8 +137,7 @@ class Editor:
         self._write_lock = threading.Lock()
         self._terminal_ids = itertools.count(1)
         self.proc: subprocess.Popen[bytes] | None = None
-        if start:
-            self.start()
+        self.start()
 
     # -- process --------------------------------------------------------------------------
 
@@ -143,7 +147,8 @@ class Editor:
             SERVER_CMD, cwd=self.project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, bufsize=0,
         )
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._stdout_reader.start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         return self
 
@@ -151,7 +156,9 @@ class Editor:
         return self
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        self.close(check=exc_type is None)
+        code = self.close(check=exc_type is None)
+        if exc_type is None and self.proc is not None and self.proc.returncode is not None:
+            assert code == 0, f"the agent exited with {code} after its stdin closed"
 
     def close(self, *, check: bool = True, timeout: float = TIMEOUT) -> int | None:
         """Close stdin, wait for a clean exit, release terminals; fail on protocol problems."""
@@ -165,6 +172,7 @@ class Editor:
                 self.proc.kill()
                 self.proc.wait()
                 self.problems.append("the agent did not exit after its stdin closed")
+            self._stdout_reader.join(timeout)  # every line it wrote is checked
         for term in self.terminals.values():
             term.kill()
         if check:
@@ -177,7 +185,6 @@ class Editor:
         self.proc.wait()
 
     def check(self) -> None:
-        time.sleep(0)  # let the reader thread finish the line in hand
         assert not self.problems, "protocol problems:\n" + "\n".join(self.problems) + \
             "\n--- agent stderr ---\n" + self.stderr.decode(errors="replace")[-3000:]
 
@@ -357,6 +364,7 @@ class Editor:
             outcome = handler(params, rid)
         except _ClientError as exc:
             return self._reply(rid, error={"code": exc.args[0], "message": exc.args[1]})
+        time.sleep(self.delays.get(method, 0))
         if outcome is not _NO_REPLY:
             self._reply(rid, outcome)
 
@@ -364,6 +372,9 @@ class Editor:
         path = params["path"]
         with self._cond:
             self.reads.append(path)
+            self._cond.notify_all()
+        if path in self.hang_reads:
+            return _NO_REPLY
         if path in self.buffers:
             text = self.buffers[path]
         else:
@@ -436,6 +447,8 @@ class Editor:
                 return _NO_REPLY  # already answered `cancelled`
         if choice == "cancelled":
             return CANCELLED
+        if choice == "error":  # a client that cannot ask
+            raise _ClientError(-32603, "permission UI unavailable")
         return {"outcome": {"outcome": "selected", "optionId": choice}}
 
 
@@ -444,108 +457,3 @@ class _ClientError(Exception):
 
 
 _NO_REPLY = object()
-
-
-def text_of_requests(llm: Any) -> str:
-    """Everything the fake LLM was sent, as one JSON string (to look for what the model saw)."""
-    return json.dumps([r["json"] for r in llm.requests], ensure_ascii=False)
-
-
-def last_request_messages(llm: Any) -> list[dict[str, Any]]:
-    return llm.requests[-1]["json"]["messages"]
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is left in process group `pgid`."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def pids_running(pattern: str) -> list[int]:
-    """Pids (not zombies) whose command line contains `pattern`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if pattern in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
-
-
-def check_turn(ed: Editor, session_id: str, prompt_id: int) -> dict[str, list[dict[str, Any]]]:
-    """Assert the ACP rules of one finished prompt turn; return its tool cards by id.
-
-    Every card starts `tool_call` / `pending` with a title, a kind, absolute locations and
-    rawInput; a permission request names a card already shown and comes before it runs; a
-    card goes `in_progress` at most once and ends with exactly one `completed` / `failed`;
-    nothing about the session is sent after the prompt's response.
-    """
-    ed.sync()
-    transcript = ed.transcript()
-    start = next(i for i, (d, m) in enumerate(transcript)
-                 if d == CLIENT_TO_AGENT and m.get("id") == prompt_id and m.get("method") == "session/prompt")
-    end = next(i for i, (d, m) in enumerate(transcript)
-               if i > start and d == AGENT_TO_CLIENT and m.get("id") == prompt_id and "method" not in m)
-    cards: dict[str, list[dict[str, Any]]] = {}
-    finished: set[str] = set()
-    for direction, msg in transcript[start:end]:
-        if direction != AGENT_TO_CLIENT:
-            continue
-        params = msg.get("params") or {}
-        if msg.get("method") == "session/request_permission":
-            call_id = params["toolCall"]["toolCallId"]
-            assert call_id in cards, f"permission asked before its tool_call: {call_id}"
-            statuses = [u.get("status") for u in cards[call_id][1:]]
-            assert not any(statuses), f"permission asked after {call_id} started: {statuses}"
-            continue
-        if msg.get("method") != "session/update" or params.get("sessionId") != session_id:
-            continue
-        update = params["update"]
-        kind, call_id = update["sessionUpdate"], update.get("toolCallId")
-        if kind == "tool_call":
-            assert call_id not in cards, f"tool_call {call_id} sent twice"
-            assert update["status"] == "pending" and update["title"] and update["kind"]
-            assert isinstance(update.get("rawInput"), dict)
-            for loc in update.get("locations") or ():
-                assert Path(loc["path"]).is_absolute() and ":" not in loc["path"], loc
-            cards[call_id] = [update]
-        elif kind == "tool_call_update":
-            assert call_id in cards, f"update of unknown tool call {call_id}"
-            assert call_id not in finished, f"{call_id} updated after it finished: {update}"
-            status = update.get("status")
-            if status == "in_progress":
-                assert not any(u.get("status") for u in cards[call_id][1:]), f"{call_id} started twice"
-            elif status in ("completed", "failed"):
-                assert update.get("content"), f"{call_id} finished without content"
-                finished.add(call_id)
-            else:
-                assert status is None, f"unexpected status {status!r}"
-            cards[call_id].append(update)
-    assert set(cards) == finished, f"tool calls left unfinished: {set(cards) - finished}"
-    later = []
-    for direction, msg in transcript[end + 1:]:
-        if direction == CLIENT_TO_AGENT and msg.get("method") == "session/prompt":
-            break  # the next turn
-        if msg.get("method") == "session/update" and msg["params"]["sessionId"] == session_id:
-            later.append(msg["params"]["update"])
-    assert not later, f"session/update after the prompt's response: {later[:2]}"
-    return cards
-
-
-def final(card: list[dict[str, Any]]) -> dict[str, Any]:
-    """The finishing update of a card."""
-    return card[-1]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
-from tests.acp_harness import AGENT_TO_CLIENT, Editor, check_turn, final, group_alive
+import pytest
+
+from tests.acp_checks import check_turn, final, group_alive
+from tests.acp_harness import AGENT_TO_CLIENT, Editor
 
 CANCEL_DEADLINE = 1.0
 
@@ -41,13 +43,18 @@ def test_cancel_kills_a_local_command_and_its_process_group(tmp_path: Path, fake
     assert final(card)["status"] == "failed"
 
 
-def test_cancel_releases_an_editor_terminal(tmp_path: Path, fake_llm) -> None:
+@pytest.mark.parametrize("create_delay", [0, 0.3], ids=["running", "while-created"])
+def test_cancel_releases_an_editor_terminal(tmp_path: Path, fake_llm, create_delay: float) -> None:
+    """Even when the cancel comes before terminal/create is answered: that answer is awaited."""
     fake_llm.script([{"tool_calls": [call("terminal", command="sleep 30")]}])
     with Editor(tmp_path, fake_llm) as ed:
+        ed.delays["terminal/create"] = create_delay
         ed.initialize()
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "run it")
         (term,) = ed.wait_for(lambda: list(ed.terminals.values()), what="the terminal")
+        if not create_delay:
+            ed.wait_for(lambda: ed.recorder.messages(AGENT_TO_CLIENT, "terminal/wait_for_exit"), what="the wait")
         result, took = cancel_and_time(ed, sid, prompt_id)
         check_turn(ed, sid, prompt_id)
         ed.wait_for(lambda: term.released, what="terminal/release")
@@ -123,8 +130,39 @@ def test_cancel_request_answers_the_in_flight_request_with_32800(tmp_path: Path,
         ed.wait_for(lambda: ed.permission_requests, what="the permission request")
         ed.notify("$/cancel_request", {"requestId": prompt_id})
         response = ed.response(prompt_id)
+        (card,) = check_turn(ed, sid, prompt_id).values()
+        assert final(card)["status"] == "failed"
         ed.notify("$/cancel_request", {"requestId": 999})  # nothing in flight: ignored
         fake_llm.script([{"text": "fine"}])
         assert ed.prompt(sid, "next") == {"stopReason": "end_turn"}
     assert response["error"]["code"] == -32800
-    assert os.path.exists(ed.project) and not ed.writes
+    assert not ed.writes
+
+
+def test_cancel_while_a_linked_file_is_read_before_the_turn_starts(tmp_path: Path, fake_llm) -> None:
+    with Editor(tmp_path, fake_llm) as ed:
+        linked = ed.project / "big.py"
+        linked.write_text("x = 1\n")
+        ed.hang_reads.add(str(linked))  # the editor never answers this read
+        ed.initialize()
+        sid = ed.new_session()
+        prompt_id = ed.send_prompt(sid, "look", {"type": "resource_link", "uri": linked.as_uri(), "name": "big.py"})
+        ed.wait_for(lambda: ed.reads, what="the read")
+        result, took = cancel_and_time(ed, sid, prompt_id)
+        check_turn(ed, sid, prompt_id)
+        ed.hang_reads.clear()
+        assert ed.prompt(sid, "again") == {"stopReason": "end_turn"}
+    assert result == {"stopReason": "cancelled"} and took < CANCEL_DEADLINE
+    assert len(fake_llm.requests) == 1  # the cancelled prompt never reached the model
+
+
+def test_closing_a_session_mid_turn_cancels_it(tmp_path: Path, fake_llm) -> None:
+    fake_llm.script([{"tool_calls": [call("write_file", path="a.txt", content="a")]}])
+    with Editor(tmp_path, fake_llm, permission=None, answer_cancelled=False) as ed:
+        ed.initialize()
+        sid = ed.new_session()
+        prompt_id = ed.send_prompt(sid, "write")
+        ed.wait_for(lambda: ed.permission_requests, what="the permission request")
+        assert ed.request("session/close", {"sessionId": sid}) == {}
+        assert ed.result(prompt_id, timeout=CANCEL_DEADLINE) == {"stopReason": "cancelled"}
+        check_turn(ed, sid, prompt_id)

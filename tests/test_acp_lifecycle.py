@@ -88,6 +88,11 @@ def test_set_mode_and_set_config_option_stay_in_sync(tmp_path: Path, fake_llm) -
         assert {o["id"]: o for o in result["configOptions"]}["model"]["currentValue"] == "openai:other"
 
         assert ed.error("session/set_mode", {"sessionId": sid, "modeId": "yolo"}).code == -32602
+        for bad_model in ("openai:", "nosuchprovider:x"):
+            err = ed.error("session/set_config_option", {"sessionId": sid, "configId": "model", "value": bad_model})
+            assert err.code == -32602, bad_model
+        err = ed.error("session/set_config_option", {"sessionId": sid, "configId": "model", "value": "anthropic:claude-x"})
+        assert err.code == -32000 and "ANTHROPIC_API_KEY" in err.data  # no key for that provider
         assert ed.error("session/set_config_option", {"sessionId": sid, "configId": "nope", "value": "x"}).code == -32602
         # The mode sticks for the next prompt: plan refuses writes without asking.
         fake_llm.script([{"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}])
@@ -99,7 +104,8 @@ def test_slash_commands_answer_in_the_turn(tmp_path: Path, fake_llm) -> None:
     with Editor(tmp_path, fake_llm) as ed:
         ed.initialize()
         sid = ed.new_session()
-        assert ed.prompt(sid, "/mode plan") == {"stopReason": "end_turn"}
+        # CodeCompanion puts AGENTS.md first: the typed command is the last text block.
+        assert ed.prompt(sid, "# AGENTS.md\nBe nice.", "/mode plan") == {"stopReason": "end_turn"}
         assert ed.updates(sid, "current_mode_update")[-1]["currentModeId"] == "plan"
         assert ed.prompt(sid, "/context")["stopReason"] == "end_turn"
         assert ed.prompt(sid, "/clear")["stopReason"] == "end_turn"
@@ -107,6 +113,11 @@ def test_slash_commands_answer_in_the_turn(tmp_path: Path, fake_llm) -> None:
         assert "Mode set to plan" in said and "Context:" in said and "Context cleared" in said
         assert ed.error("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "/mode yolo"}]}).code == -32602
         assert not fake_llm.requests  # commands never reach the model
+        fake_llm.script([{"text": "A long answer. " * 50}, {"text": "Summary of the talk."}])
+        ed.prompt(sid, "Tell me a story " * 50)
+        before = len(ed.updates(sid, "agent_message_chunk"))
+        assert ed.prompt(sid, "/compact the story") == {"stopReason": "end_turn"}
+        assert len(ed.updates(sid, "agent_message_chunk")) > before
 
 
 def test_unknown_session_and_relative_cwd_are_clean_errors(tmp_path: Path, fake_llm) -> None:

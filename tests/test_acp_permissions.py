@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.acp_harness import Editor, check_turn, final
+from tests.acp_checks import check_turn, final
+from tests.acp_harness import Editor
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:
@@ -138,3 +139,23 @@ def test_a_rejected_edit_cannot_be_slipped_through_the_terminal(tmp_path: Path, 
     assert final(command)["status"] == final(again)["status"] == "failed"
     assert not ed.terminals
     assert (ed.project / "foo.py").read_text() == "a = 1\n"
+
+
+def test_a_client_that_fails_the_permission_request_rejects_the_call(tmp_path: Path, fake_llm) -> None:
+    fake_llm.script([{"tool_calls": [call("write_file", path="a.txt", content="a")]}, {"text": "ok"}])
+    with Editor(tmp_path, fake_llm, permission="error") as ed:
+        sid = session(ed, "default")
+        (card,) = run(ed, sid).values()
+    assert final(card)["status"] == "failed" and not ed.writes
+    assert "rejected" in tool_results(fake_llm)[card[0]["toolCallId"]]["error"]
+
+
+def test_the_headless_bypass_mode_never_reaches_an_editor_session(tmp_path: Path, fake_llm) -> None:
+    fake_llm.script([{"tool_calls": [call("write_file", path="a.txt", content="a")]}, {"text": "ok"}])
+    with Editor(tmp_path, fake_llm, env={"TALARIA_MODE": "bypass"}, permission="reject_once") as ed:
+        ed.initialize()
+        result = ed.request("session/new", {"cwd": str(ed.project), "mcpServers": []})
+        run(ed, result["sessionId"])
+    assert result["modes"]["currentModeId"] == "default"
+    assert {o["id"]: o for o in result["configOptions"]}["mode"]["currentValue"] == "default"
+    assert len(ed.permission_requests) == 1 and not ed.writes

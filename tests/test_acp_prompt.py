@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from tests.acp_harness import Editor, check_turn, final, text_of_requests
+from tests.acp_checks import check_turn, final, text_of_requests
+from tests.acp_harness import Editor
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.acp_harness import AGENT_TO_CLIENT, Editor, check_turn
+from tests.acp_checks import check_turn
+from tests.acp_harness import AGENT_TO_CLIENT, Editor
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:
@@ -36,7 +37,7 @@ def first_turn(tmp_path: Path, fake_llm) -> tuple[str, Path]:
 
 def test_session_load_in_a_new_process_replays_everything_before_answering(tmp_path: Path, fake_llm) -> None:
     sid, project = first_turn(tmp_path, fake_llm)
-    fake_llm.script([{"text": "Second answer."}])
+    fake_llm.script([{"tool_calls": [call("todo")]}, {"text": "Second answer."}])
     with Editor(tmp_path, fake_llm) as ed:
         ed.initialize()
         load_id = ed.send("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
@@ -69,11 +70,18 @@ def test_session_load_in_a_new_process_replays_everything_before_answering(tmp_p
     # The model gets the whole history back.
     history = fake_llm.requests[-1]["json"]["messages"]
     assert any(m["role"] == "user" and "Fix the thing" in str(m["content"]) for m in history)
-    assert history[-1]["role"] == "user" and "And now?" in str(history[-1]["content"])
+    assert any(m["role"] == "user" and "And now?" in str(m["content"]) for m in history)
+    # The todo list is restored with the session: the model reads back its plan.
+    assert "Write the fix" in history[-1]["content"] and history[-1]["role"] == "tool"
 
 
 def test_session_resume_restores_without_replay(tmp_path: Path, fake_llm) -> None:
     sid, project = first_turn(tmp_path, fake_llm)
+    with Editor(tmp_path, fake_llm) as ed:  # mode and model choices are kept too
+        ed.initialize()
+        ed.request("session/resume", {"sessionId": sid, "cwd": str(project)})
+        ed.request("session/set_mode", {"sessionId": sid, "modeId": "plan"})
+        ed.request("session/set_config_option", {"sessionId": sid, "configId": "model", "value": "openai:other"})
     fake_llm.script([{"text": "Resumed."}])
     with Editor(tmp_path, fake_llm) as ed:
         ed.initialize()
@@ -81,7 +89,9 @@ def test_session_resume_restores_without_replay(tmp_path: Path, fake_llm) -> Non
         ed.sync()
         assert [u["sessionUpdate"] for u in ed.updates(sid)] == ["available_commands_update"]
         assert ed.prompt(sid, "Continue")["stopReason"] == "end_turn"
-    assert state["modes"]["currentModeId"] == "default"
+    assert state["modes"]["currentModeId"] == "plan"
+    assert {o["id"]: o for o in state["configOptions"]}["model"]["currentValue"] == "openai:other"
+    assert fake_llm.requests[-1]["json"]["model"] == "other"
     assert "Fix the thing" in str(fake_llm.requests[-1]["json"]["messages"])
 
 

@@ -66,7 +66,7 @@ def tool_results(llm: FakeLLM) -> list[str]:
     return [m["content"] for m in llm.requests[-1]["json"]["messages"] if m["role"] == "tool"]
 
 
-def test_a_multi_turn_task_goes_through_the_editor_path(
+def test_a_multi_turn_task_goes_through_the_editor_path_and_can_be_reloaded(
     fake_llm: FakeLLM, project: Path, tmp_path: Path
 ) -> None:
     fake_llm.script([
@@ -113,33 +113,27 @@ def test_a_multi_turn_task_goes_through_the_editor_path(
     assert embedded, "the terminal is embedded in its tool call"
     trace.validate()
 
-
-def test_sessions_are_listed_loaded_and_switched(fake_llm: FakeLLM, project: Path, tmp_path: Path) -> None:
-    fake_llm.script([{"text": "Noted."}])
-    env = agent_env(tmp_path / "home", fake_llm)
-
-    async def main() -> None:
-        async with AcpClient(env=env, permission=reject_all) as client:
-            await client.initialize()
-            session = await client.new_session(project)
-            assert await client.prompt(session, "Remember the number 7") == "end_turn"
-        trace = Trace()
-        async with AcpClient(env=env, permission=reject_all, trace=trace) as client:
+    # A second editor (a new agent process) finds the session, reloads it and switches its mode.
+    async def reopen() -> AcpClient:
+        async with AcpClient(env=agent_env(tmp_path / "home", fake_llm), permission=reject_all,
+                             trace=trace) as client:
             await client.initialize(fs=False, terminal=False)
             listed = await client.list_sessions(cwd=project)
             assert [s["sessionId"] for s in listed["sessions"]] == [session]
             await client.load_session(session, project)
-            replayed = [u for _, u in client.updates if u["sessionUpdate"] == "user_message_chunk"]
-            assert replayed and "Remember the number 7" in replayed[0]["content"]["text"]
             await client.set_mode(session, "plan")
             with pytest.raises(RpcError) as info:
                 await client.set_mode(session, "no-such-mode")
             assert info.value.code == -32602
-        modes = [u["currentModeId"] for _, u in client.updates if u["sessionUpdate"] == "current_mode_update"]
-        assert modes == ["plan"]
-        trace.validate()
+            return client
 
-    anyio.run(main)
+    trace = Trace()
+    client = anyio.run(reopen)
+    users = [u["content"]["text"] for _, u in client.updates if u["sessionUpdate"] == "user_message_chunk"]
+    assert users == ["Change hello to goodbye", "Thanks"]
+    assert [u["currentModeId"] for _, u in client.updates
+            if u["sessionUpdate"] == "current_mode_update"] == ["plan"]
+    trace.validate()
 
 
 def test_without_the_terminal_capability_the_agent_runs_commands_itself(

@@ -40,9 +40,21 @@ def test_list_sessions_newest_first_with_cursor(tmp_path: Path) -> None:
         time.sleep(0.002)
     page = store.list_sessions(cwd="/a", limit=2)
     assert [r.id for r in page] == ["s4", "s2"]
-    rest = store.list_sessions(cwd="/a", before=page[-1].updated_at, limit=2)
+    rest = store.list_sessions(cwd="/a", before=(page[-1].updated_at, page[-1].id), limit=2)
     assert [r.id for r in rest] == ["s0"]
     store.update_session("s0", title="renamed")
     assert store.list_sessions(limit=1)[0].id == "s0"
     assert store.get_session("s0").title == "renamed"
     assert store.get_session("nope") is None
+
+
+def test_paging_never_skips_sessions_updated_together(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    for i in range(5):
+        store.create_session(f"s{i}", "/a", model=None, mode=None)
+    store._db.execute("UPDATE sessions SET updated_at = 1000.0")  # all in the same instant
+    seen, before = [], None
+    while page := store.list_sessions(before=before, limit=2):
+        seen += [r.id for r in page]
+        before = (page[-1].updated_at, page[-1].id)
+    assert seen == ["s4", "s3", "s2", "s1", "s0"]

@@ -41,3 +41,12 @@ def test_estimate_when_tiktoken_is_missing(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["None", "2"]
+
+
+def test_huge_texts_are_estimated_fast() -> None:
+    import time
+
+    text = "word " * 1_000_000  # 5 MB
+    started = time.perf_counter()
+    assert tokens.count(text) == len(text) // tokens.BYTES_PER_TOKEN
+    assert time.perf_counter() - started < 0.5

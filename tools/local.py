@@ -142,7 +142,7 @@ class _HeadTail:
             del self.tail[: len(self.tail) - self.tail_max]
 
     def result(self) -> tuple[str, int]:
-        tail = bytes(self.tail[len(self.tail) - self.tail_max :]) if self.tail_max else b""
+        tail = bytes(self.tail[max(0, len(self.tail) - self.tail_max) :]) if self.tail_max else b""
         omitted = self.total - len(self.head) - len(tail)
         if omitted <= 0:
             return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace"), 0
@@ -213,14 +213,16 @@ async def run_command(
     killed with the group when the shell exits, on timeout and on cancellation."""
     out = _HeadTail(output_limit)
     eof = anyio.Event()
-    proc = await anyio.open_process(
-        [_shell(), "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    # Shielded: a cancel landing between the fork and the `try` below would leak the process.
+    with anyio.CancelScope(shield=True):
+        proc = await anyio.open_process(
+            [_shell(), "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     async def pump() -> None:
         assert proc.stdout is not None
