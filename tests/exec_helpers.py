@@ -1,0 +1,66 @@
+"""Helpers for the execute_code tests: run it like the loop does, find a kernel's processes."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agent.session import Session
+from agent.tool_runner import call_nested
+from tests.helpers import Recorder
+from tools.execute_code import SETTINGS_KEY
+
+
+def configure(session: Session, **limits: Any) -> None:
+    """Small limits for a test: `timeout=1, stdout_limit=1000, max_tool_calls=3`..."""
+    session.state[SETTINGS_KEY] = replace(session.state[SETTINGS_KEY], **limits)
+
+
+def execute(session: Session, code: str, events: Recorder | None = None, **args: Any) -> dict[str, Any]:
+    """One execute_code call dispatched like a model's (plan, permission, handler, cards)."""
+    emit = events if events is not None else Recorder()
+    return anyio.run(call_nested, session, "execute_code", {"code": code, **args}, emit)
+
+
+def tagged(tag: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds `tag`: the kernel and, inside
+    bubblewrap, its wrapper. This container's init does not reap, so zombies are skipped."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if tag.encode() in cmdline and state not in ("Z", "X"):
+            pids.append(int(proc.name))
+    return pids
+
+
+def kernel_tag(session: Session) -> str:
+    slot = session.state["kernels"]
+    return slot.pool.kernels[slot.key].tag
+
+
+def wait_for(predicate: Callable[[], Any], seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def wait_gone(tag: str, seconds: float = 3.0) -> bool:
+    """Whether every process tagged `tag` (or `tag` + a suffix) is gone within `seconds`."""
+    return wait_for(lambda: not tagged(tag), seconds)
+
+
+def output_json(result: dict[str, Any]) -> Any:
+    return json.loads(result["output"])
