@@ -10,16 +10,28 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from acp_server.updates import locations, plan_entries, text_block, tool_content
+from acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
+from agent.events import Compacted
 from agent.providers.base import Message
 from tools.registry import ToolSpec
 
 
-def replay_updates(messages: list[Message], tools: dict[str, ToolSpec]) -> Iterator[dict[str, Any]]:
+def replay_updates(
+    messages: list[Message], tools: dict[str, ToolSpec], *, compaction_updates: bool = False
+) -> Iterator[dict[str, Any]]:
+    """`compaction_updates`: the client advertised `session.compaction` (else a notice)."""
     results = {m["tool_call_id"]: m for m in messages if m.get("role") == "tool"}
     for message in messages:
         role = message.get("role")
-        if role == "user":
+        if role == "event" and message.get("type") == "compaction":
+            event = Compacted(
+                str(message.get("id", "")), int(message.get("before_tokens") or 0),
+                int(message.get("after_tokens") or 0), int(message.get("stage") or 1),
+                bool(message.get("applied")), message.get("summary"),
+                bool(message.get("fallback")), message.get("error"),
+            )
+            yield compaction(event, client_supports=compaction_updates)
+        elif role == "user":
             yield from _user(message.get("content"))
         elif role == "assistant":
             if message.get("reasoning"):

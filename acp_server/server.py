@@ -207,7 +207,10 @@ class AcpServer:
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._restore(params)
-        for update in replay_updates(session.store.messages(session.id), {t.name: t for t in session.tools}):
+        tools = {t.name: t for t in session.tools}
+        compactions = self._client_compaction()
+        for update in replay_updates(session.store.messages(session.id), tools,
+                                     compaction_updates=compactions):
             await self._notify(session.id, update)
         return Reply(self._state(session), then=self._commands(session))
 
@@ -378,10 +381,14 @@ class AcpServer:
         chosen = outcome.get("optionId")
         return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"
 
+    def _client_compaction(self) -> bool:
+        """Whether the client advertised `session.compaction` (ACP compaction updates)."""
+        session_caps = self.client_capabilities.get("session")
+        return isinstance(session_caps, dict) and session_caps.get("compaction") is not None
+
     async def _emit(self, session_id: str, event: Any) -> None:
         if isinstance(event, Compacted):
-            supported = (self.client_capabilities.get("session") or {}).get("compaction") is not None
-            await self._notify(session_id, compaction(event, client_supports=supported))
+            await self._notify(session_id, compaction(event, client_supports=self._client_compaction()))
             return
         update = to_update(event)
         if update is not None:

@@ -53,6 +53,8 @@ class Permissions:
     mode: str = "default"
     asker: Asker = deny_all
     home: Path = field(default_factory=Path.home)
+    read_roots: tuple[Path, ...] = ()
+    """Extra places read without asking, e.g. execute_code's saved outputs in the cache."""
     remembered: dict[tuple[str, str], bool] = field(default_factory=dict)
     rejected_paths: set[str] = field(default_factory=set)
 
@@ -93,7 +95,8 @@ class Permissions:
         if self.mode == "plan" and kind in ACT_KINDS:
             return "refuse:Plan mode is read-only: edits and commands are not allowed. " \
                 "Describe the change instead."
-        outside = [p for p in paths if not inside_roots(p, self.roots)]
+        readable = self.roots + self.read_roots if kind in ("read", "search") else self.roots
+        outside = [p for p in paths if not inside_roots(p, readable)]
         if outside:
             return f"outside the project: {', '.join(map(str, outside))}"
         if command and self.rejected_paths:

@@ -57,7 +57,10 @@ def new_session(
         workspace=workspace,
         provider=provider,
         tools=registry.select(list(tool_names)),
-        permissions=Permissions(roots=workspace.roots, mode=mode or config.mode, asker=asker),
+        permissions=Permissions(
+            roots=workspace.roots, mode=mode or config.mode, asker=asker,
+            read_roots=(config.home / "cache" / "exec",),
+        ),
         context_window=config.window_for(provider.name),
         store=store,
         max_turns=config.max_turns,

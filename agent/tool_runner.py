@@ -94,7 +94,7 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         return {"error": p.error or f"Unknown tool {p.name!r}"}
     refusal = await session.permissions.check(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
-        paths=p.paths, command=p.args.get("command") if p.spec.kind == "execute" else None,
+        paths=p.paths, command=_command_text(p) if p.spec.kind == "execute" else None,
     )
     if refusal:
         return {"error": refusal, "rejected": True}
@@ -111,6 +111,12 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
         log.exception("tool %s crashed", p.name)
         return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
+
+
+def _command_text(p: PlannedCall) -> str | None:
+    """What an execute-kind call will run: a shell command or an execute_code script."""
+    text = p.args.get("command", p.args.get("code"))
+    return text if isinstance(text, str) else None
 
 
 _nested_ids = iter(range(1, 1 << 62))

@@ -113,3 +113,13 @@ def test_rejected_edit_cannot_be_slipped_through_a_command(tmp_path: Path) -> No
     assert check(perms, "execute", command="echo hacked > secret.py") is not None
     assert "secret.py" in asker.asked[1].reason and "rejected" in asker.asked[1].reason
     assert check(perms, "edit", tmp_path / "secret.py").startswith("The user rejected edit")
+
+
+def test_execute_cache_is_readable_without_asking(tmp_path: Path) -> None:
+    asker = Asker()
+    cache = tmp_path / "home" / "cache" / "exec"
+    perms = Permissions(roots=(tmp_path / "p",), mode="default", asker=asker, read_roots=(cache,))
+    assert check(perms, "read", cache / "out-1.txt") is None
+    assert not asker.asked
+    asker.answers.append("reject_once")
+    assert check(perms, "edit", cache / "out-1.txt") is not None, "readable, not writable"

@@ -1,0 +1,75 @@
+"""/compact over ACP: summary call, compaction update or notice, then the compacted context is
+what the model sees, while session/load in a new process still shows the whole history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.acp_harness import Editor
+
+BIG = "".join(f"line {i}: the refund ledger entry number {i} balances to zero\n" for i in range(400))
+
+
+def _initialize(ed: Editor, *, compaction: bool) -> None:
+    caps = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+    if compaction:
+        caps["session"] = {"compaction": {}}
+    ed.request("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+
+
+def _long_session(ed: Editor, fake_llm) -> str:
+    for name in ("big1.txt", "big2.txt", "big3.txt"):
+        (ed.project / name).write_text(BIG)
+    sid = ed.new_session()
+    for i, name in enumerate(("big1.txt", "big2.txt", "big3.txt")):
+        fake_llm.script([
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": name}}]},
+            {"text": f"Read {name}."},
+        ])
+        assert ed.prompt(sid, f"Step {i}: read {name}; never change the ledger format.")["stopReason"] == "end_turn"
+    return sid
+
+
+def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Path, fake_llm) -> None:
+    env = {"TALARIA_CONTEXT_WINDOW": "30000"}
+    with Editor(tmp_path, fake_llm, env=env) as ed:
+        _initialize(ed, compaction=True)
+        sid = _long_session(ed, fake_llm)
+        fake_llm.script([{"text": "## Goal\nread the ledgers\n## Open work\n- none"}])
+        before = len(fake_llm.requests)
+        assert ed.prompt(sid, "/compact the ledger files")["stopReason"] == "end_turn"
+        summary_request = fake_llm.requests[before]["json"]["messages"]
+        assert "handoff" in summary_request[0]["content"] and "the ledger files" in summary_request[0]["content"]
+        [update] = ed.updates(sid, "compaction_update")
+        assert update["status"] == "completed" and "read the ledgers" in update["summary"][0]["text"]
+        said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        assert "Compacted the context from" in said
+
+        fake_llm.script([{"text": "carrying on"}])
+        ed.prompt(sid, "continue")
+        sent = fake_llm.requests[-1]["json"]["messages"]
+        text = str(sent)
+        assert "[CONTEXT SUMMARY]" in text and "read the ledgers" in text
+        # Of three full reads only the one in the protected tail is left verbatim.
+        assert text.count("balances to zero") == BIG.count("balances to zero")
+        assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "continue"}]}
+
+    with Editor(tmp_path, fake_llm, env=env, home=tmp_path / "home") as ed:  # a new process
+        _initialize(ed, compaction=True)
+        ed.request("session/load", {"sessionId": sid, "cwd": str(ed.project), "mcpServers": []})
+        users = [u["content"]["text"] for u in ed.updates(sid, "user_message_chunk")]
+        assert users[:3] == [f"Step {i}: read big{i + 1}.txt; never change the ledger format." for i in range(3)]
+        assert "continue" in users
+        assert len(ed.updates(sid, "tool_call")) == 3, "every tool call of the history"
+        assert ed.updates(sid, "compaction_update")[0]["status"] == "completed"
+
+
+def test_clients_without_compaction_support_get_a_notice(tmp_path: Path, fake_llm) -> None:
+    with Editor(tmp_path, fake_llm, env={"TALARIA_CONTEXT_WINDOW": "30000"}) as ed:
+        _initialize(ed, compaction=False)
+        sid = _long_session(ed, fake_llm)
+        fake_llm.script([{"fault": {"status": 400, "message": "summary model broke"}}])
+        assert ed.prompt(sid, "/compact")["stopReason"] == "end_turn"
+        assert not ed.updates(sid, "compaction_update")
+        said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        assert "Compacted the context" in said and "summary model failed" in said
