@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,10 @@ def _parse_cursor(cursor: str) -> tuple[float, str]:
 
 
 class AcpServer:
-    def __init__(self, peer: Peer, config: Config) -> None:
+    def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None) -> None:
         self.peer = peer
         self.config = config
+        self.sandbox = sandbox or SandboxProbe()
         self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
         self.running: dict[str, anyio.CancelScope] = {}
@@ -130,6 +132,7 @@ class AcpServer:
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
+            "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": [{
                 "id": AUTH_METHOD, "name": "Configure a model",
                 "description": "Choose a provider and enter its API key (runs `talaria setup`).",
@@ -402,9 +405,34 @@ class AcpServer:
         return lambda: self._notify(session.id, commands.available_update())
 
 
-async def serve(reader: Any, writer: Any, config: Config) -> None:
+class SandboxProbe:
+    """execute_code's sandbox tier, detected in a thread from start-up: detection runs bwrap
+    once (~40 ms with its imports), which `initialize` should not wait for in line."""
+
+    def __init__(self) -> None:
+        self._tier = "unknown"
+        self._done = threading.Event()
+        threading.Thread(target=self._detect, name="sandbox-probe", daemon=True).start()
+
+    def _detect(self) -> None:
+        try:
+            from tools.sandbox import detect_tier
+
+            self._tier = detect_tier()
+        except Exception:  # reported as "unknown"; execute_code reports its own failure
+            log.exception("sandbox detection failed")
+        finally:
+            self._done.set()
+
+    async def tier(self) -> str:
+        if not self._done.is_set():
+            await anyio.to_thread.run_sync(self._done.wait, 5.0)
+        return self._tier
+
+
+async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
     peer = Peer(reader, writer)
-    server = AcpServer(peer, config)
+    server = AcpServer(peer, config, sandbox)
     try:
         await peer.serve()
     finally:
@@ -417,13 +445,14 @@ def main() -> int:
     from agent.config import load_config
 
     reader, writer = protect_stdout()
+    sandbox = SandboxProbe()
     try:
         config = load_config()
     except ValueError as exc:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
     setup_logging(config.home, config.log_level)
-    anyio.run(serve, reader, writer, config)
+    anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.
     gc.freeze()

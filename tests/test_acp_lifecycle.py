@@ -22,6 +22,7 @@ def test_initialize_answers_v1_with_capabilities_info_and_a_terminal_auth_method
     assert caps["promptCapabilities"]["embeddedContext"] is True
     assert set(caps["sessionCapabilities"]) >= {"list", "resume", "close"}
     assert result["agentInfo"]["name"] == "talaria" and result["agentInfo"]["version"]
+    assert result["_meta"]["talaria"]["sandbox"] in ("bubblewrap", "landlock", "rlimits")
     (method,) = result["authMethods"]
     assert method["type"] == "terminal" and method["args"] == ["setup"]
 
