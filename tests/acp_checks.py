@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +13,6 @@ from tests.acpschema import AGENT_TO_CLIENT, CLIENT_TO_AGENT
 def text_of_requests(llm: Any) -> str:
     """Everything the fake LLM was sent, as one JSON string (to look for what the model saw)."""
     return json.dumps([r["json"] for r in llm.requests], ensure_ascii=False)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is left in process group `pgid`."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def check_turn(ed: Editor, session_id: str, prompt_id: int) -> dict[str, list[dict[str, Any]]]:

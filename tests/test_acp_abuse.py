@@ -12,8 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.acp_checks import group_alive
 from tests.acp_harness import ROOT, SERVER_CMD, Editor, server_env
+from tests.helpers import group_alive
 
 HUGE_PROMPT_BYTES = 50 * 1024 * 1024
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.acp_checks import check_turn, final, group_alive
+from tests.acp_checks import check_turn, final
 from tests.acp_harness import AGENT_TO_CLIENT, Editor
+from tests.helpers import group_alive
 
 CANCEL_DEADLINE = 1.0
 
