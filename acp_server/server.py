@@ -10,6 +10,7 @@ import gc
 import logging
 import math
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ MODE_NAMES = {
     "plan": ("Plan", "Read-only: no edits, no commands"),
     "dont_ask": ("Don't ask", "No prompts, except for sensitive paths"),
 }
+EXEC_MODES = {"project": "the project (its own Python)", "strict": "a staging dir (Talaria's Python)"}
 EFFORTS = ("default", "low", "medium", "high")
 PERMISSION_OPTIONS = [
     {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
@@ -286,7 +288,15 @@ class AcpServer:
             {"id": "reasoning_effort", "name": "Reasoning effort", "category": "thought_level",
              "type": "select", "currentValue": effort,
              "options": [{"value": e, "name": e.capitalize()} for e in EFFORTS]},
+            {"id": "exec_mode", "name": "execute_code runs in", "category": "_talaria_exec",
+             "type": "select", "currentValue": self._exec_settings(session).mode,
+             "options": [{"value": m, "name": EXEC_MODES[m]} for m in EXEC_MODES]},
         ]
+
+    def _exec_settings(self, session: Session) -> Any:
+        from tools.exec_env import ExecSettings
+
+        return session.state.get("exec_settings") or ExecSettings()
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
@@ -316,6 +326,11 @@ class AcpServer:
             if value not in EFFORTS:
                 raise RpcError.invalid_params(f"unknown effort {value!r}; choose from {', '.join(EFFORTS)}")
             session.state["reasoning_effort"] = None if value == "default" else value
+        elif option == "exec_mode":
+            if value not in EXEC_MODES:
+                raise RpcError.invalid_params(f"unknown exec mode {value!r}; choose project or strict")
+            # The session's kernel restarts on its next call: its settings changed.
+            session.state["exec_settings"] = replace(self._exec_settings(session), mode=value)
         else:
             raise RpcError.invalid_params(f"unknown config option {option!r}")
         await self._notify(session.id, {"sessionUpdate": "config_option_update",

@@ -139,6 +139,8 @@ def _coerce(name: str, value: Any) -> Any:
         if number <= 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
         return number
+    if name == "reasoning_effort" and value not in (None, "low", "medium", "high"):
+        raise ValueError(f"reasoning_effort must be low, medium or high, got {value!r}")
     if name == "exec_mode" and value not in ("project", "strict"):
         raise ValueError(f"exec_mode must be project or strict, got {value!r}")
     if name == "exec_timeout":

@@ -88,7 +88,8 @@ async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallReq
     usage, finish = Usage(), Finish("stop")
     started = time.monotonic()
     stream = session.provider.stream(
-        session.messages, session.tool_definitions(), max_tokens=session.max_tokens
+        session.messages, session.tool_definitions(), max_tokens=session.max_tokens,
+        reasoning_effort=session.state.get("reasoning_effort"),
     )
     try:
         async for event in stream:

@@ -67,6 +67,7 @@ def new_session(
         max_tokens=config.max_tokens,
         compact_threshold=config.compact_threshold,
     )
+    session.state["reasoning_effort"] = config.reasoning_effort
     session.state["exec_settings"] = ExecSettings(
         mode=config.exec_mode, timeout=config.exec_timeout,
         env_passthrough=config.exec_env_passthrough, cache_dir=config.home / "cache" / "exec",

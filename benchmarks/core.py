@@ -43,7 +43,7 @@ class InstantModel:
     def __init__(self, calls: int) -> None:
         self.left = calls
 
-    async def stream(self, messages: Any, tools: Any, *, max_tokens: Any = None) -> AsyncIterator[Any]:
+    async def stream(self, messages: Any, tools: Any, **options: Any) -> AsyncIterator[Any]:
         if self.left:
             self.left -= 1
             yield ToolCallRequest(f"c{self.left}", "noop", "{}")

@@ -140,7 +140,7 @@ class _Scripted:
         self.turns = list(turns)
         self.prompt_tokens: list[int] = []
 
-    async def stream(self, messages: Any, tools: Any, *, max_tokens: Any = None) -> AsyncIterator[Any]:
+    async def stream(self, messages: Any, tools: Any, **options: Any) -> AsyncIterator[Any]:
         self.prompt_tokens.append(tokens.count_messages(messages, tools))
         turn = self.turns.pop(0)
         for i, (name, args) in enumerate(turn.get("calls", ())):

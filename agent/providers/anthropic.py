@@ -39,6 +39,10 @@ _STOP = {
 }
 
 
+THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
+"""Extended-thinking budget (tokens) for each reasoning effort."""
+
+
 class AnthropicProvider:
     """Streams Claude messages; `thinking_budget` turns on extended thinking."""
 
@@ -82,7 +86,8 @@ class AnthropicProvider:
         return self._clients.get()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None
+        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         system, wire_messages = to_wire_messages(messages)
         request: dict[str, Any] = {
@@ -102,10 +107,11 @@ class AnthropicProvider:
                 }
                 for t in tools
             ]
-        if self.thinking_budget:
-            request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        budget = THINKING_BUDGETS.get(reasoning_effort or "", self.thinking_budget)
+        if budget:
+            request["thinking"] = {"type": "enabled", "budget_tokens": budget}
             # The API requires max_tokens > budget_tokens.
-            request["max_tokens"] = max(request["max_tokens"], self.thinking_budget + 1024)
+            request["max_tokens"] = max(request["max_tokens"], budget + 1024)
         try:
             stream = await self._client.messages.create(**request)
         except Exception as exc:

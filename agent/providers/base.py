@@ -88,5 +88,8 @@ class Provider(Protocol):
     name: str  # "provider:model"
 
     def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None
-    ) -> AsyncIterator[StreamEvent]: ...
+        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """`reasoning_effort`: low | medium | high, or None for the model's default."""
+        ...

@@ -74,7 +74,8 @@ class OpenAIProvider:
         return self._clients.get()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None
+        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
@@ -86,6 +87,8 @@ class OpenAIProvider:
             request["tools"] = [to_wire_tool(t) for t in tools]
         if max_tokens is not None:
             request["max_tokens" if self.compat else "max_completion_tokens"] = max_tokens
+        if reasoning_effort:
+            request["reasoning_effort"] = reasoning_effort
         try:
             stream = await self._client.chat.completions.create(**request)
         except Exception as exc:

@@ -124,7 +124,8 @@ class ReplayProvider:
         self._last_calls: int | None = None  # tool calls of the last turn played, faults aside
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None
+        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         if self.played >= len(self.turns):
             self._fail(f"recording exhausted after {len(self.turns)} turns")

@@ -207,7 +207,8 @@ class RetryingProvider:
         return ceiling * (0.5 + self._jitter() / 2)
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None
+        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         attempt = 0
         while True:
@@ -216,7 +217,9 @@ class RetryingProvider:
             while True:
                 try:
                     async with aclosing(
-                        provider.stream(messages, tools, max_tokens=max_tokens)
+                        provider.stream(
+                            messages, tools, max_tokens=max_tokens, reasoning_effort=reasoning_effort
+                        )
                     ) as events:
                         async for event in events:
                             yield event
