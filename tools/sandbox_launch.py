@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import resource
+import runpy
 import signal
 import sys
 
@@ -159,7 +160,31 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+def same_python(command: list[str]) -> bool:
+    """`command` is this interpreter with our flags (-I -S) running a script, unbuffered: the
+    execute_code kernel under Talaria's own Python."""
+    return (
+        len(command) >= 5 and command[1:4] == ["-I", "-S", "-u"] and command[4].endswith(".py")
+        # The path itself, not its target: a venv's python links to the base interpreter,
+        # but started by its own path it sees the venv's packages.
+        and command[0] == sys.executable
+    )
+
+
+def run_here(command: list[str]) -> None:
+    """Run the script in this process instead of exec'ing a second interpreter (~20 ms of a
+    cold start). Confinement is already in place; Python's own signal setup is what the
+    script would get after an exec anyway."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(write_through=True)  # what -u gives
+    sys.argv = command[4:]
+    runpy.run_path(command[4], run_name="__main__")
+    sys.exit(0)
+
+
 def execute(command: list[str]) -> None:
+    if same_python(command):
+        run_here(command)
     # Python ignores SIGPIPE and SIGXFSZ; the command must not inherit that (`yes | head`).
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
