@@ -12,7 +12,7 @@ from typing import Any
 
 from acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from agent.events import Compacted
-from agent.providers.base import Message
+from agent.providers.base import Message, call_arguments
 from tools.registry import ToolSpec
 
 
@@ -57,11 +57,7 @@ def _user(content: Any) -> Iterator[dict[str, Any]]:
 
 
 def _tool_call(call: dict[str, Any], result: Message | None, spec: ToolSpec | None) -> dict[str, Any]:
-    try:
-        args = json.loads(call.get("arguments") or "{}")
-    except json.JSONDecodeError:
-        args = {}
-    args = args if isinstance(args, dict) else {}
+    args = call_arguments(call)
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call", "toolCallId": call["id"],
         "title": spec.call_title(args) if spec else call["name"],

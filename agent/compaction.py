@@ -14,7 +14,6 @@ keeps every message; the compacted context is saved as a snapshot beside it.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import anyio
 from agent import tokens
 from agent.compaction_stage1 import stage1
 from agent.events import Compacted, Emit
-from agent.providers.base import Message, Provider, TextDelta
+from agent.providers.base import Message, Provider, TextDelta, call_arguments
 from agent.session import Session
 
 log = logging.getLogger(__name__)
@@ -150,12 +149,9 @@ def fallback_summary(middle: list[Message], reason: str) -> str:
     actions = []
     for m in middle:
         for call in m.get("tool_calls") or ():
-            try:
-                args = json.loads(call.get("arguments") or "{}")
-            except json.JSONDecodeError:
-                args = {}
-            if isinstance(args, dict) and isinstance(args.get("path"), str):
-                files[args["path"]] = None
+            path = call_arguments(call).get("path")
+            if isinstance(path, str):
+                files[path] = None
         if m.get("role") == "tool":
             actions.append(str(m.get("content", ""))[:200])
     lines = [f"(fallback summary: the summary model failed: {reason})"]

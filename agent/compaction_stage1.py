@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.providers.base import Message
+from agent.providers.base import Message, call_arguments
 
 ARGUMENT_LIMIT = 1_000
 """Characters of one tool-call argument string kept verbatim; longer ones are shrunk."""
@@ -84,11 +84,7 @@ def stage1(messages: list[Message], start: int, end: int) -> list[Message]:
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for message in messages:
         for call in message.get("tool_calls") or ():
-            try:
-                args = json.loads(call.get("arguments") or "{}")
-            except json.JSONDecodeError:
-                args = {}
-            calls[call["id"]] = (call["name"], args if isinstance(args, dict) else {})
+            calls[call["id"]] = (call["name"], call_arguments(call))
     later_outputs: dict[str, int] = {}
     for index, message in enumerate(messages):
         if message.get("role") == "tool":

@@ -16,12 +16,22 @@ adapter translates to and from its own wire format:
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Message = dict[str, Any]
 ToolDef = dict[str, Any]
+
+
+def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a recorded tool call as a dict; {} when the model sent bad JSON."""
+    try:
+        args = json.loads(call.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return args if isinstance(args, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)
