@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import math
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ from acp_server import commands
 from acp_server.content import check_size, typed_text, user_content
 from acp_server.history import last_todos, replay_updates
 from acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
+from acp_server.params import cwd_param, param, parse_cursor
+from acp_server.sandbox_probe import SandboxProbe
 from acp_server.updates import compaction, iso, to_update
 from agent.config import Config
 from agent.events import Compacted
@@ -47,37 +47,6 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
 ]
-
-
-def _param(params: dict[str, Any], name: str, kind: type = str) -> Any:
-    value = params.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise RpcError.invalid_params(f"`{name}` must be a {kind.__name__}")
-    return value
-
-
-def _cwd(params: dict[str, Any]) -> Path:
-    raw = _param(params, "cwd")
-    if "\x00" in raw:  # Path.is_dir would raise ValueError: a -32603 instead of a -32602
-        raise RpcError.invalid_params("`cwd` contains a NUL character")
-    cwd = Path(raw)
-    if not cwd.is_absolute():
-        raise RpcError.invalid_params("`cwd` must be an absolute path")
-    if not cwd.is_dir():
-        raise RpcError.resource_not_found(f"cwd does not exist: {cwd}")
-    return cwd
-
-
-def _parse_cursor(cursor: str) -> tuple[float, str]:
-    """`updated_at/id` of the last session of the previous page (see Store.list_sessions)."""
-    stamp, _, session_id = cursor.partition("/")
-    try:
-        updated_at = float(stamp)
-    except ValueError:
-        updated_at = math.nan
-    if not session_id or not math.isfinite(updated_at):
-        raise RpcError.invalid_params("`cursor` is not one this agent issued")
-    return updated_at, session_id
 
 
 class AcpServer:
@@ -119,7 +88,7 @@ class AcpServer:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        _param(params, "protocolVersion", int)
+        param(params, "protocolVersion", int)
         caps = params.get("clientCapabilities")
         caps = caps if isinstance(caps, dict) else {}
         if not isinstance(caps.get("fs"), dict):  # `"fs": true` must not crash session/new later
@@ -143,7 +112,7 @@ class AcpServer:
         }
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
-        method = _param(params, "methodId")
+        method = param(params, "methodId")
         if method != AUTH_METHOD:
             raise RpcError.invalid_params(f"unknown auth method {method!r}; use {AUTH_METHOD!r}")
         self._provider(None)  # raises auth_required with how-to when nothing is configured
@@ -174,7 +143,7 @@ class AcpServer:
             raise RpcError.invalid_params(exc.user_message()) from None
 
     def _session(self, params: dict[str, Any]) -> Session:
-        session_id = _param(params, "sessionId")
+        session_id = param(params, "sessionId")
         session = self.sessions.get(session_id)
         if session is None:
             raise RpcError.resource_not_found(f"unknown session {session_id}")
@@ -206,7 +175,7 @@ class AcpServer:
         return session
 
     async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
-        cwd = _cwd(params)
+        cwd = cwd_param(params)
         session = self._build(cwd, model=None)
         return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
 
@@ -224,8 +193,8 @@ class AcpServer:
         return Reply(self._state(session), then=self._commands(session))
 
     def _restore(self, params: dict[str, Any]) -> Session:
-        session_id = _param(params, "sessionId")
-        cwd = _cwd(params)
+        session_id = param(params, "sessionId")
+        cwd = cwd_param(params)
         if session_id in self.sessions:
             return self.sessions[session_id]
         record = self.store.get_session(session_id)
@@ -245,7 +214,7 @@ class AcpServer:
         cursor = params.get("cursor")
         if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
             raise RpcError.invalid_params("`cwd` and `cursor` must be strings")
-        before = _parse_cursor(cursor) if cursor else None
+        before = parse_cursor(cursor) if cursor else None
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [
@@ -300,12 +269,12 @@ class AcpServer:
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        await self.apply_option(session, "mode", _param(params, "modeId"))
+        await self.apply_option(session, "mode", param(params, "modeId"))
         return {}
 
     async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        await self.apply_option(session, _param(params, "configId"), params.get("value"))
+        await self.apply_option(session, param(params, "configId"), params.get("value"))
         return {"configOptions": self._config_options(session)}
 
     async def apply_option(self, session: Session, option: str, value: Any) -> None:
@@ -418,31 +387,6 @@ class AcpServer:
     def _commands(self, session: Session) -> Any:
         """`available_commands_update`, sent right after the new/load/resume response."""
         return lambda: self._notify(session.id, commands.available_update())
-
-
-class SandboxProbe:
-    """execute_code's sandbox tier, detected in a thread from start-up: detection runs bwrap
-    once (~40 ms with its imports), which `initialize` should not wait for in line."""
-
-    def __init__(self) -> None:
-        self._tier = "unknown"
-        self._done = threading.Event()
-        threading.Thread(target=self._detect, name="sandbox-probe", daemon=True).start()
-
-    def _detect(self) -> None:
-        try:
-            from tools.sandbox import detect_tier
-
-            self._tier = detect_tier()
-        except Exception:  # reported as "unknown"; execute_code reports its own failure
-            log.exception("sandbox detection failed")
-        finally:
-            self._done.set()
-
-    async def tier(self) -> str:
-        if not self._done.is_set():
-            await anyio.to_thread.run_sync(self._done.wait, 5.0)
-        return self._tier
 
 
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:

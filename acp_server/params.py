@@ -1,0 +1,40 @@
+"""Checking ACP request params: each failure is a -32602 that says which field is wrong."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from acp_server.jsonrpc import RpcError
+
+
+def param(params: dict[str, Any], name: str, kind: type = str) -> Any:
+    value = params.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise RpcError.invalid_params(f"`{name}` must be a {kind.__name__}")
+    return value
+
+
+def cwd_param(params: dict[str, Any]) -> Path:
+    raw = param(params, "cwd")
+    if "\x00" in raw:  # Path.is_dir would raise ValueError: a -32603 instead of a -32602
+        raise RpcError.invalid_params("`cwd` contains a NUL character")
+    cwd = Path(raw)
+    if not cwd.is_absolute():
+        raise RpcError.invalid_params("`cwd` must be an absolute path")
+    if not cwd.is_dir():
+        raise RpcError.resource_not_found(f"cwd does not exist: {cwd}")
+    return cwd
+
+
+def parse_cursor(cursor: str) -> tuple[float, str]:
+    """`updated_at/id` of the last session of the previous page (see Store.list_sessions)."""
+    stamp, _, session_id = cursor.partition("/")
+    try:
+        updated_at = float(stamp)
+    except ValueError:
+        updated_at = math.nan
+    if not session_id or not math.isfinite(updated_at):
+        raise RpcError.invalid_params("`cursor` is not one this agent issued")
+    return updated_at, session_id
