@@ -290,6 +290,7 @@ class AcpServer:
         elif option == "model":
             session.provider = self._switch_model(value)
             session.context_window = self.config.window_for(value)
+            session.supports_images = self.config.supports_images(value)
             session.store.update_session(session.id, model=value)
         elif option == "reasoning_effort":
             if value not in EFFORTS:

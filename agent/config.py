@@ -60,6 +60,9 @@ CONTEXT_WINDOWS = {
     "deepseek": 128_000,
 }
 DEFAULT_CONTEXT_WINDOW = 128_000
+# Model-name fragments of models that take images; `[providers.NAME] vision = true|false` wins.
+VISION_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4", "claude", "gemini", "gemma3", "llava",
+                 "pixtral", "vision", "-vl", "vl-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,16 @@ class Config:
     def provider_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment providers read: stored credentials under the real environment."""
         return {**self.credentials, **(os.environ if env is None else env)}
+
+    def supports_images(self, model: str | None) -> bool:
+        """Whether `model` takes image input: provider table, then known model names."""
+        provider, _, name = (model or "").partition(":")
+        if provider == "replay":
+            return True
+        table = self.providers.get(provider, {})
+        if "vision" in table:
+            return bool(table["vision"])
+        return any(fragment in name.lower() for fragment in VISION_MODELS)
 
     def window_for(self, model: str | None) -> int:
         """The context window of `model`: explicit setting, provider table, known default."""

@@ -42,6 +42,11 @@ class TurnEnded(Exception):
 
 async def run_turn(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> str:
     """Run one user prompt to completion; returns the ACP stop reason."""
+    if not session.supports_images and _has_images(content):
+        await emit(Notice(f"{session.provider.name} does not take images; they were left out."))
+        content = [part if part.get("type") != "image" else
+                   {"type": "text", "text": "[an image was attached; this model cannot see images]"}
+                   for part in content]  # type: ignore[union-attr]
     session.append({"role": "user", "content": content})
     with anyio.CancelScope() as scope:
         session.cancel_scope = scope
@@ -148,6 +153,10 @@ async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
         output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     ))
+
+
+def _has_images(content: str | list[dict[str, Any]]) -> bool:
+    return not isinstance(content, str) and any(part.get("type") == "image" for part in content)
 
 
 def _count_context(session: Session) -> int:

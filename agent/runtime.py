@@ -66,6 +66,7 @@ def new_session(
         max_turns=config.max_turns,
         max_tokens=config.max_tokens,
         compact_threshold=config.compact_threshold,
+        supports_images=config.supports_images(provider.name),
     )
     session.state["reasoning_effort"] = config.reasoning_effort
     session.state["exec_settings"] = ExecSettings(

@@ -27,6 +27,8 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     """The live context sent to the model (the store keeps the full transcript)."""
     max_turns: int = 90
+    supports_images: bool = True
+    """False: image parts of prompts are replaced by a note (the model cannot take them)."""
     compact_threshold: float = 0.8
     """Compact automatically at this share of the context window."""
     max_tokens: int | None = None

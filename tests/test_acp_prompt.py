@@ -151,7 +151,7 @@ def test_without_fs_capabilities_the_agent_uses_the_disk(tmp_path: Path, fake_ll
 
 
 def test_prompt_content_links_embedded_resources_and_images_reach_the_model(tmp_path: Path, fake_llm) -> None:
-    with Editor(tmp_path, fake_llm) as ed:
+    with Editor(tmp_path, fake_llm, env={"TALARIA_MODEL": "openai:gpt-4o"}) as ed:  # a vision model
         linked = ed.project / "linked.py"
         linked.write_text("disk version\n")
         ed.buffers[str(linked)] = "BUFFERED LINK TEXT\n"

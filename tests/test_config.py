@@ -69,3 +69,11 @@ def test_talaria_config_masks_secrets_and_names_sources(tmp_path: Path) -> None:
     assert "sk-…23" in out
     assert "openai:gpt-4.1  (config.toml)" in out
     assert "12  (env TALARIA_MAX_TURNS)" in out
+
+
+def test_image_support_by_model_and_table(tmp_path: Path) -> None:
+    write_config(tmp_path, "[providers.ollama]\nbase_url = 'http://x'\n[providers.mine]\nvision = true\n")
+    config = load_config(env={"TALARIA_HOME": str(tmp_path)})
+    assert config.supports_images("openai:gpt-4.1") and config.supports_images("anthropic:claude-x")
+    assert config.supports_images("ollama:qwen2.5-vl") and config.supports_images("mine:anything")
+    assert not config.supports_images("ollama:qwen3") and not config.supports_images("openai:gpt-3.5-turbo")

@@ -175,3 +175,19 @@ def test_anthropic_thinking_round_trips(fake_llm, tmp_path: Path) -> None:
     second = fake_llm.requests[1]["json"]["messages"]
     assistant = next(m for m in second if m["role"] == "assistant")
     assert assistant["content"][0] == {"type": "thinking", "thinking": "plan", "signature": "sig-1"}
+
+
+def test_images_left_out_for_models_without_vision(fake_llm, tmp_path: Path) -> None:
+    session = make_session(fake_llm, tmp_path, model="openai:gpt-3.5-turbo")
+    assert not session.supports_images
+    fake_llm.script([{"text": "ok"}])
+    events = Recorder()
+    image = {"type": "image", "mime_type": "image/png", "data": "iVBORw0KGgo="}
+    assert run(session, [{"type": "text", "text": "look"}, image], events) == "end_turn"
+    sent = json.dumps(fake_llm.requests[-1]["json"]["messages"])
+    assert "image_url" not in sent and "cannot see images" in sent
+    assert "does not take images" in events.of("Notice")[0].text
+    vision = make_session(fake_llm, tmp_path, model="openai:gpt-4.1")
+    fake_llm.script([{"text": "ok"}])
+    run(vision, [{"type": "text", "text": "look"}, image], Recorder())
+    assert "image_url" in json.dumps(fake_llm.requests[-1]["json"]["messages"])
