@@ -65,21 +65,13 @@ class AnthropicProvider:
         self.max_tokens = max_tokens
         self.stall_timeout = stall_timeout
         self._clients = LoopBoundClient(
-            lambda: self._sdk.AsyncAnthropic(
-                api_key=api_key,
-                auth_token=None if api_key else auth_token,
-                base_url=base_url or DEFAULT_BASE_URL,
-                max_retries=0,  # RetryingProvider owns retrying
-                # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
-                timeout=self._sdk.Timeout(timeout, connect=min(timeout, 10.0)),
-            )
+            "anthropic", "AsyncAnthropic", timeout=timeout, api_key=api_key,
+            auth_token=None if api_key else auth_token, base_url=base_url or DEFAULT_BASE_URL,
         )
 
     @property
     def _sdk(self) -> Any:
-        import anthropic  # lazy: see agent/providers/lazy.py
-
-        return anthropic
+        return self._clients.sdk
 
     @property
     def _client(self) -> Any:

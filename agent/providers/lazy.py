@@ -10,18 +10,34 @@ connection, so a new loop gets a new client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import importlib
 from typing import Any
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to reach the host: unreachable hosts fail fast, slow generations still get `timeout`."""
 
 
 class LoopBoundClient:
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
+    """`sdk.client_class(**options)` with the settings every provider shares: no SDK retries
+    (RetryingProvider owns retrying) and a short connect timeout."""
+
+    def __init__(self, sdk: str, client_class: str, *, timeout: float, **options: Any) -> None:
+        self._sdk_name = sdk
+        self._class = client_class
+        self._timeout = timeout
+        self._options = options
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def sdk(self) -> Any:
+        return importlib.import_module(self._sdk_name)
 
     def get(self) -> Any:
         loop = asyncio.get_running_loop()
         if self._client is None or loop is not self._loop:
-            self._client, self._loop = self._factory(), loop
+            sdk = self.sdk
+            timeout = sdk.Timeout(self._timeout, connect=min(self._timeout, CONNECT_TIMEOUT))
+            self._client = getattr(sdk, self._class)(max_retries=0, timeout=timeout, **self._options)
+            self._loop = loop
         return self._client

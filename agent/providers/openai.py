@@ -54,20 +54,13 @@ class OpenAIProvider:
         self.compat = compat
         self.stall_timeout = stall_timeout
         self._clients = LoopBoundClient(
-            lambda: self._sdk.AsyncOpenAI(
-                api_key=api_key,
-                base_url=base_url or DEFAULT_BASE_URL,
-                max_retries=0,  # RetryingProvider owns retrying
-                # Unreachable hosts fail in seconds; slow generations may still take `timeout`.
-                timeout=self._sdk.Timeout(timeout, connect=min(timeout, 10.0)),
-            )
+            "openai", "AsyncOpenAI", timeout=timeout, api_key=api_key,
+            base_url=base_url or DEFAULT_BASE_URL,
         )
 
     @property
     def _sdk(self) -> Any:
-        import openai  # lazy: see agent/providers/lazy.py
-
-        return openai
+        return self._clients.sdk
 
     @property
     def _client(self) -> Any:
