@@ -18,7 +18,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,13 +154,14 @@ def _read_key(key_env: str | None, interactive: bool) -> str:
 
 def write_config(home: Path, model: str, table_name: str | None, table: dict[str, Any]) -> Path:
     """Set `model` (and `[providers.table_name]`) in `home/config.toml`, keeping the rest."""
+    from agent.config import read_config_file
+
     path = home / "config.toml"
-    data: dict[str, Any] = {}
+    try:
+        data = read_config_file(path)
+    except ValueError as exc:
+        raise SetupError(f"{path} is not valid TOML ({exc.__cause__}); fix or remove it first") from None
     if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise SetupError(f"{path} is not valid TOML ({exc}); fix or remove it first") from None
         path.with_name("config.toml.bak").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     data["model"] = model
     if table_name:

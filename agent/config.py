@@ -142,6 +142,16 @@ def load_credentials(home: Path) -> dict[str, str]:
     return credentials
 
 
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The tables of a config.toml ({} when it does not exist); ValueError names the file."""
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
 def _coerce(name: str, value: Any) -> Any:
     if name in ("fallback_models", "exec_env_passthrough"):
         if isinstance(value, str):
@@ -181,12 +191,7 @@ def load_config(
     credentials = load_credentials(home)
     env = {**credentials, **env}
     path = home / "config.toml"
-    file_values: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: {exc}") from exc
+    file_values = read_config_file(path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in FIELDS:
