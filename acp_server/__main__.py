@@ -1,7 +1,7 @@
-"""`python -m acp_server ...` is the `talaria` command (editors may launch either)."""
+"""`python -m talaria.acp_server ...` is the `talaria` command (editors may launch either)."""
 
 import sys
 
-from acp_server.cli import main
+from talaria.acp_server.cli.main import main
 
 sys.exit(main())

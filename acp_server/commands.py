@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from acp_server.jsonrpc import RpcError
-from acp_server.updates import text_block
+from talaria.acp_server.jsonrpc import RpcError
+from talaria.acp_server.updates import text_block
 
 if TYPE_CHECKING:
-    from acp_server.server import AcpServer
-    from agent.session import Session
+    from talaria.acp_server.server import AcpServer
+    from talaria.agent.session import Session
 
 COMMANDS = {
     "compact": ("Summarise the conversation to free context", "optional focus for the summary"),
@@ -43,8 +43,7 @@ async def run(server: AcpServer, session: Session, name: str, arg: str) -> str:
 
 
 async def _dispatch(server: AcpServer, session: Session, name: str, arg: str) -> str:
-    from agent import tokens
-
+    from talaria.agent.context import tokens
     if name == "context":
         used = session.last_usage or tokens.count_messages(session.messages, session.tool_definitions())
         share = 100 * used / session.context_window
@@ -67,7 +66,7 @@ async def _dispatch(server: AcpServer, session: Session, name: str, arg: str) ->
             session.store.save_context(session.id, session.messages)
         return "Context cleared. Earlier messages stay in the session history."
     if name == "compact":
-        from agent.compaction import compact_session, describe
+        from talaria.agent.context.compaction import compact_session, describe
 
         result = await compact_session(
             session, lambda event: server._emit(session.id, event), focus=arg or None,

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from acp_server.jsonrpc import RpcError
-from tools.workspace import Workspace, WorkspaceError
+from talaria.acp_server.jsonrpc import RpcError
+from talaria.tools.workspace import Workspace, WorkspaceError
 
 RESOURCE_TEXT_LIMIT = 200_000
 """Characters of one attached file passed to the model; the rest is cut with a note."""

@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
-from acp_server.jsonrpc import Peer, PeerError, RpcError
-from tools.local import LocalWorkspace
-from tools.workspace import CommandResult, SearchMatch, WorkspaceError
+from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
+from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
 FS_TIMEOUT = 30.0
 """Seconds to wait for an `fs/*` answer; some clients never answer what they don't know."""

@@ -10,10 +10,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
-from agent.events import Compacted
-from agent.providers.base import Message, call_arguments
-from tools.registry import ToolSpec
+from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
+from talaria.agent.events import Compacted
+from talaria.agent.providers.base import Message, call_arguments
+from talaria.tools.registry import ToolSpec
 
 
 def replay_updates(

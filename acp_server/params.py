@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from acp_server.jsonrpc import RpcError
+from talaria.acp_server.jsonrpc import RpcError
 
 
 def param(params: dict[str, Any], name: str, kind: type = str) -> Any:

@@ -21,7 +21,7 @@ class SandboxProbe:
 
     def _detect(self) -> None:
         try:
-            from tools.sandbox import detect_tier
+            from talaria.tools.sandbox.tiers import detect_tier
 
             self._tier = detect_tier()
         except Exception:  # reported as "unknown"; execute_code reports its own failure

@@ -14,18 +14,18 @@ from typing import Any
 
 import anyio
 
-from acp_server import commands
-from acp_server.content import check_size, typed_text, user_content
-from acp_server.history import last_todos, replay_updates
-from acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
-from acp_server.params import cwd_param, param, parse_cursor
-from acp_server.sandbox_probe import SandboxProbe
-from acp_server.updates import compaction, iso, to_update
-from agent.config import Config
-from agent.events import Compacted
-from agent.permissions import MODES, PermissionAsk
-from agent.session import Session
-from agent.store import Store
+from talaria.acp_server import commands
+from talaria.acp_server.content import check_size, typed_text, user_content
+from talaria.acp_server.history import last_todos, replay_updates
+from talaria.acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
+from talaria.acp_server.params import cwd_param, param, parse_cursor
+from talaria.acp_server.sandbox_probe import SandboxProbe
+from talaria.acp_server.updates import compaction, iso, to_update
+from talaria.agent.config import Config
+from talaria.agent.events import Compacted
+from talaria.agent.permissions import MODES, PermissionAsk
+from talaria.agent.session import Session
+from talaria.agent.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class AcpServer:
     @property
     def store(self) -> Store:
         if self._store is None:  # opened on first use: `initialize` stays instant
-            from agent.runtime import open_store
+            from talaria.agent.runtime import open_store
 
             self._store = open_store(self.config)
         return self._store
@@ -119,8 +119,8 @@ class AcpServer:
         return {}
 
     def _provider(self, model: str | None) -> Any:
-        from agent.providers.errors import ProviderError
-        from agent.runtime import make_provider
+        from talaria.agent.providers.errors import ProviderError
+        from talaria.agent.runtime import make_provider
 
         try:
             return make_provider(self.config, model)
@@ -129,8 +129,8 @@ class AcpServer:
 
     def _switch_model(self, model: str) -> Any:
         """The provider for a model the user picked: a bad name is bad params, not auth."""
-        from agent.providers.errors import AuthError, BillingError, ProviderError
-        from agent.runtime import make_provider
+        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
+        from talaria.agent.runtime import make_provider
 
         name = model.partition(":")[2] if ":" in model else model
         if not name.strip() or model.startswith(":"):
@@ -151,9 +151,9 @@ class AcpServer:
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
                session_id: str | None = None, history: list[Any] | None = None) -> Session:
-        from acp_server.editor_workspace import EditorWorkspace
-        from agent.runtime import new_session
-        from tools.local import LocalWorkspace
+        from talaria.acp_server.editor_workspace import EditorWorkspace
+        from talaria.agent.runtime import new_session
+        from talaria.tools.local.workspace import LocalWorkspace
 
         provider = self._provider(model)
         if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
@@ -167,7 +167,7 @@ class AcpServer:
         )
         holder["id"] = workspace.session_id = session.id
         if self._kernels is None:
-            from tools.kernel_pool import KernelPool
+            from talaria.tools.execute_code.pool import KernelPool
 
             self._kernels = KernelPool()
         session.state["kernels"] = self._kernels.session(session.id)
@@ -263,7 +263,7 @@ class AcpServer:
         ]
 
     def _exec_settings(self, session: Session) -> Any:
-        from tools.exec_env import ExecSettings
+        from talaria.tools.execute_code.env import ExecSettings
 
         return session.state.get("exec_settings") or ExecSettings()
 
@@ -309,8 +309,8 @@ class AcpServer:
     # -- prompts ----------------------------------------------------------------------------
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        from agent.loop import run_turn
-        from agent.providers.errors import AuthError, BillingError, ProviderError
+        from talaria.agent.loop import run_turn
+        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
 
         session = self._session(params)
         if session.id in self.running:
@@ -400,9 +400,9 @@ async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe 
 
 
 def main() -> int:
-    from acp_server.logs import setup_logging
-    from acp_server.stdio import protect_stdout
-    from agent.config import load_config
+    from talaria.acp_server.logs import setup_logging
+    from talaria.acp_server.stdio import protect_stdout
+    from talaria.agent.config import load_config
 
     reader, writer = protect_stdout()
     sandbox = SandboxProbe()

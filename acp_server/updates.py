@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from agent import events as ev
+from talaria.agent import events as ev
 
 PRIORITY = ("high", "medium", "low")
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
@@ -16,7 +16,7 @@ def text_block(text: str) -> dict[str, Any]:
 
 
 def tool_content(item: dict[str, Any]) -> dict[str, Any]:
-    """One agent content item (see agent.events) as ACP ToolCallContent."""
+    """One agent content item (see talaria.agent.events) as ACP ToolCallContent."""
     if item["type"] == "diff":
         return {"type": "diff", "path": item["path"], "oldText": item.get("old_text"),
                 "newText": item["new_text"]}

@@ -13,10 +13,10 @@ from typing import Any
 
 import anyio
 
-from agent import tokens
-from agent.compaction import compact_session, needs_compaction
-from agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
-from agent.providers.base import (
+from talaria.agent.context import tokens
+from talaria.agent.context.compaction import compact_session, needs_compaction
+from talaria.agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
+from talaria.agent.providers.base import (
     Finish,
     Message,
     ReasoningDelta,
@@ -25,9 +25,9 @@ from agent.providers.base import (
     ToolCallRequest,
     Usage,
 )
-from agent.providers.errors import ContextOverflowError
-from agent.session import Session
-from agent.tool_runner import run_tool_calls
+from talaria.agent.providers.errors import ContextOverflowError
+from talaria.agent.session import Session
+from talaria.agent.tool_runner import run_tool_calls
 
 TITLE_LIMIT = 60
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.paths import inside_roots, is_sensitive
+from talaria.tools.paths import inside_roots, is_sensitive
 
 MODES = ("default", "accept_edits", "plan", "dont_ask")
 WRITE_KINDS = frozenset({"edit", "delete", "move"})

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.config import Config
-from agent.permissions import Asker, Permissions, deny_all
-from agent.prompt import system_prompt
-from agent.providers.base import Message, Provider
-from agent.session import Session
-from agent.store import Store
-from tools.builtin import CORE_TOOLS, load_builtin_tools
-from tools.exec_env import ExecSettings
-from tools.workspace import Workspace
+from talaria.agent.config import Config
+from talaria.agent.permissions import Asker, Permissions, deny_all
+from talaria.agent.prompt import system_prompt
+from talaria.agent.providers.base import Message, Provider
+from talaria.agent.session import Session
+from talaria.agent.store import Store
+from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.workspace import Workspace
 
 
 def open_store(config: Config) -> Store:
@@ -21,11 +21,11 @@ def open_store(config: Config) -> Store:
 
 def make_provider(config: Config, model: str | None = None) -> Provider:
     """The configured model with retries and fallbacks. Raises AuthError without credentials."""
-    from agent.providers.factory import create_retrying_provider
+    from talaria.agent.providers.factory import create_retrying_provider
 
     chosen = model or config.model
     if not chosen:
-        from agent.providers.errors import AuthError
+        from talaria.agent.providers.errors import AuthError
 
         raise AuthError(
             "no model configured. Set TALARIA_MODEL (e.g. openai:gpt-4.1 with OPENAI_API_KEY, "
@@ -74,7 +74,7 @@ def new_session(
         env_passthrough=config.exec_env_passthrough, cache_dir=config.home / "cache" / "exec",
     )
     if config.summary_model:
-        from agent.compaction import ProviderSummarizer
+        from talaria.agent.context.compaction import ProviderSummarizer
 
         session.state["summarizer"] = ProviderSummarizer(make_provider(config, config.summary_model))
     if session_id:

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.permissions import Permissions
-from agent.providers.base import Message, Provider
-from agent.store import Store
-from tools.registry import ToolSpec
-from tools.workspace import Workspace
+from talaria.agent.permissions import Permissions
+from talaria.agent.providers.base import Message, Provider
+from talaria.agent.store import Store
+from talaria.tools.registry import ToolSpec
+from talaria.tools.workspace import Workspace
 
 
 @dataclass(slots=True)

@@ -17,12 +17,18 @@ from typing import Any
 
 import anyio
 
-from agent.events import Emit, PlanUpdated, ToolCallFinished, ToolCallStarted, ToolCallUpdated
-from agent.providers.base import Message, ToolCallRequest
-from agent.session import Session
-from tools.paths import resolve
-from tools.registry import ToolSpec
-from tools.workspace import ToolContext
+from talaria.agent.events import (
+    Emit,
+    PlanUpdated,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolCallUpdated,
+)
+from talaria.agent.providers.base import Message, ToolCallRequest
+from talaria.agent.session import Session
+from talaria.tools.paths import resolve
+from talaria.tools.registry import ToolSpec
+from talaria.tools.workspace import ToolContext
 
 log = logging.getLogger(__name__)
 

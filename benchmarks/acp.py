@@ -24,7 +24,7 @@ RUNS = 15
 
 class RawClient:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        command = [shutil.which("talaria") or sys.executable, *([] if shutil.which("talaria") else ["-m", "acp_server"]), "acp"]
+        command = [shutil.which("talaria") or sys.executable, *([] if shutil.which("talaria") else ["-m", "talaria.acp_server"]), "acp"]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)

@@ -27,7 +27,7 @@ OVERHEAD_TARGET_MS = 100.0
 
 
 def _run(executor: str, root: Path, llm: Any, name: str | None = None) -> dict[str, Any]:
-    from agent.batch.runner import BatchOptions, run_batch
+    from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
 
     name = name or executor
     tasks = root / f"tasks-{name}.jsonl"
@@ -120,7 +120,7 @@ class InstantSummarizer:
 
 
 def trajectory_compress() -> Iterator[dict[str, Any]]:
-    from agent.trajectory_compress import CompressOptions, compress_file
+    from talaria.agent.trajectories.compress.api import CompressOptions, compress_file
 
     with tempfile.TemporaryDirectory() as tmp:
         source, output = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"

@@ -9,10 +9,10 @@ from typing import Any
 
 import anyio
 
-from agent import tokens
-from agent.compaction import boundaries, compact
-from agent.compaction_stage1 import stage1
 from benchmarks.synthetic import FACTS, TemplateSummarizer, facts_kept, tool_heavy_session
+from talaria.agent.context import tokens
+from talaria.agent.context.compaction import boundaries, compact
+from talaria.agent.context.stage1 import stage1
 
 WINDOW = 200_000
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import anyio
 
-from agent import tokens
-from agent.permissions import Permissions
-from agent.prompt import system_prompt
-from agent.providers.base import Finish, ToolCallRequest
-from agent.session import Session
-from tools.builtin import CORE_TOOLS, load_builtin_tools
-from tools.local import LocalWorkspace
-from tools.registry import ToolSpec
+from talaria.agent.context import tokens
+from talaria.agent.permissions import Permissions
+from talaria.agent.prompt import system_prompt
+from talaria.agent.providers.base import Finish, ToolCallRequest
+from talaria.agent.session import Session
+from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.registry import ToolSpec
 
 
 def prompt_overhead() -> Iterator[dict[str, Any]]:
@@ -62,8 +62,8 @@ def loop_overhead(calls: int = 2000) -> Iterator[dict[str, Any]]:
 
 
 def _loop_overhead(calls: int, *, persist: bool) -> dict[str, Any]:
-    from agent.loop import run_turn
-    from agent.store import Store
+    from talaria.agent.loop import run_turn
+    from talaria.agent.store import Store
 
     spec = ToolSpec(name="noop", description="no-op", parameters={"type": "object"},
                     handler=_noop, kind="read", parallel_safe=True)

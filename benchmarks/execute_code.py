@@ -18,13 +18,13 @@ from typing import Any
 
 import anyio
 
-from agent import tokens
-from agent.config import load_config
-from agent.providers.base import Finish, TextDelta, ToolCallRequest
-from agent.runtime import new_session
-from agent.session import Session
-from agent.tool_runner import call_nested
-from tools.local import LocalWorkspace
+from talaria.agent.config import load_config
+from talaria.agent.context import tokens
+from talaria.agent.providers.base import Finish, TextDelta, ToolCallRequest
+from talaria.agent.runtime import new_session
+from talaria.agent.session import Session
+from talaria.agent.tool_runner import call_nested
+from talaria.tools.local.workspace import LocalWorkspace
 
 HERMES_20_READS_S = 0.74
 """The issue's baseline for a script making 20 read_file calls."""
@@ -221,11 +221,11 @@ def token_savings() -> Iterator[dict[str, Any]]:
            f"patch {PATCHED}, run tests", **{f"{k}_{s}": v for s, r in runs.items()
                                               for k, v in r.items()},
            "prompt_token_reduction_pct": round(100 * (1 - scripted / direct), 1),
-           "target_pct": 80, "counter": "agent.tokens.count_messages (cl100k)"}
+           "target_pct": 80, "counter": "talaria.agent.context.tokens.count_messages (cl100k)"}
 
 
 async def _turn(session: Session) -> None:
-    from agent.loop import run_turn
+    from talaria.agent.loop import run_turn
 
     reason = await run_turn(session, "Handle the TODOs", _quiet)
     if reason != "end_turn":

@@ -7,7 +7,7 @@ import random
 import re
 from typing import Any
 
-from agent import tokens
+from talaria.agent.context import tokens
 
 Message = dict[str, Any]
 

@@ -32,12 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests import ROOT
 from tests.acpschema import AGENT_TO_CLIENT, CLIENT_TO_AGENT, Recorder, validate_message
 
-ROOT = Path(__file__).resolve().parents[1]
-SERVER_CMD = [sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main(['acp']))"]
-if (ROOT / "acp_server" / "__main__.py").is_file():
-    SERVER_CMD = [sys.executable, "-m", "acp_server", "acp"]
+SERVER_CMD = [sys.executable, "-m", "talaria.acp_server", "acp"]
 TIMEOUT = 10.0
 """Seconds any single wait may take before the test fails (the fake LLM is instant)."""
 SCRUBBED_ENV = ("OPENAI_", "ANTHROPIC_", "OPENROUTER_", "TALARIA_")

@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 
-from agent.session import Session
-from agent.tool_runner import call_nested
+from talaria.agent.session import Session
+from talaria.agent.tool_runner import call_nested
+from talaria.tools.execute_code.tool import SETTINGS_KEY
 from tests.helpers import Recorder
-from tools.execute_code import SETTINGS_KEY
 
 
 def configure(session: Session, **limits: Any) -> None:

@@ -35,7 +35,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agent.providers.replay import split_text, turn_finish, turn_tool_calls, turn_usage
+from talaria.agent.providers.replay import split_text, turn_finish, turn_tool_calls, turn_usage
 
 _OPENAI_ERRORS = {
     400: ("invalid_request_error", None, "Invalid request."),

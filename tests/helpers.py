@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.config import load_config
-from agent.runtime import new_session
-from agent.session import Session
-from agent.store import Store
+from talaria.agent.config import load_config
+from talaria.agent.runtime import new_session
+from talaria.agent.session import Session
+from talaria.agent.store import Store
+from talaria.tools.local.workspace import LocalWorkspace
 from tests.fakellm import FakeLLM
-from tools.local import LocalWorkspace
 
 
 def openai_env(llm: FakeLLM) -> dict[str, str]:
@@ -21,7 +21,7 @@ def make_session(
     llm: FakeLLM, root: Path, *, model: str = "openai:fake-model", mode: str = "bypass",
     store: Store | None = None, fallbacks: tuple[str, ...] = (), **config: Any,
 ) -> Session:
-    from agent.providers.factory import create_retrying_provider
+    from talaria.agent.providers.factory import create_retrying_provider
 
     env = {"TALARIA_HOME": str(root / ".home"), **openai_env(llm),
            "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": llm.anthropic_base_url}

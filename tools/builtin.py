@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.registry import REGISTRY, Registry
+from talaria.tools.registry import REGISTRY, Registry
 
 CORE_TOOLS = (
     "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
@@ -11,8 +11,7 @@ CORE_TOOLS = (
 
 def load_builtin_tools() -> Registry:
     """Import every built-in tool module (registering it) and return the registry."""
-    from tools import (  # noqa: F401
-        execute_code,
+    from talaria.tools import (  # noqa: F401
         patch,
         read_file,
         search_files,
@@ -20,5 +19,6 @@ def load_builtin_tools() -> Registry:
         todo,
         write_file,
     )
+    from talaria.tools.execute_code import tool  # noqa: F401
 
     return REGISTRY

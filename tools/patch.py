@@ -13,11 +13,11 @@ import difflib
 import re
 from typing import Any
 
-from tools.paths import display, resolve
-from tools.read_file import split_lines
-from tools.registry import tool
-from tools.workspace import ToolContext, WorkspaceError
-from tools.write_file import newline_of, with_newline
+from talaria.tools.paths import display, resolve
+from talaria.tools.read_file import split_lines
+from talaria.tools.registry import tool
+from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.write_file import newline_of, with_newline
 
 MAX_DIFF_CHARS = 20_000
 MAX_LISTED = 10

@@ -8,9 +8,9 @@ from typing import Any
 
 import anyio
 
-from tools.paths import display, resolve
-from tools.registry import tool
-from tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.paths import display, resolve
+from talaria.tools.registry import tool
+from talaria.tools.workspace import ToolContext, WorkspaceError
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.paths import resolve
-from tools.registry import tool
-from tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.paths import resolve
+from talaria.tools.registry import tool
+from talaria.tools.workspace import ToolContext, WorkspaceError
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""

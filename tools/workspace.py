@@ -1,6 +1,6 @@
 """The Workspace seam: everything a tool does to the outside world goes through it.
 
-Implementations: `tools.local.LocalWorkspace` (disk and subprocesses) and, in the ACP door,
+Implementations: `talaria.tools.local.workspace.LocalWorkspace` (disk and subprocesses) and, in the ACP door,
 `EditorWorkspace` (the editor's `fs/*` and `terminal/*` methods, falling back to local per
 capability). Tools receive a `ToolContext` carrying the workspace of their session.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.paths import display, resolve
-from tools.registry import tool
-from tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.paths import display, resolve
+from talaria.tools.registry import tool
+from talaria.tools.workspace import ToolContext, WorkspaceError
 
 
 def newline_of(text: str) -> str:

@@ -13,7 +13,7 @@ Importing this package imports no SDK; a provider imports its SDK when it is bui
 
 from __future__ import annotations
 
-from agent.providers.base import (
+from talaria.agent.providers.base import (
     Finish,
     Message,
     Provider,
@@ -25,8 +25,12 @@ from agent.providers.base import (
     ToolDef,
     Usage,
 )
-from agent.providers.errors import ProviderError
-from agent.providers.factory import create_provider, create_retrying_provider, has_credentials
+from talaria.agent.providers.errors import ProviderError
+from talaria.agent.providers.factory import (
+    create_provider,
+    create_retrying_provider,
+    has_credentials,
+)
 
 __all__ = [
     "Finish",

@@ -11,7 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.providers.base import (
+from talaria.agent.providers.base import (
     Finish,
     Message,
     ReasoningDelta,
@@ -21,9 +21,9 @@ from agent.providers.base import (
     ToolDef,
     Usage,
 )
-from agent.providers.errors import ProviderError, ServerError, TimeoutError_
-from agent.providers.lazy import LoopBoundClient
-from agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.lazy import LoopBoundClient
+from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows

@@ -93,7 +93,7 @@ StreamEvent = TextDelta | ReasoningDelta | ToolCallRequest | Usage | Finish | Re
 
 
 class Provider(Protocol):
-    """Streams completions. Raises `agent.providers.errors.ProviderError` subclasses."""
+    """Streams completions. Raises `talaria.agent.providers.errors.ProviderError` subclasses."""
 
     name: str  # "provider:model"
 

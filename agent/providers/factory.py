@@ -22,9 +22,14 @@ from typing import Any
 
 import anyio
 
-from agent.providers.base import Provider
-from agent.providers.errors import AuthError, BadRequestError, ModelNotFoundError, ProviderError
-from agent.providers.retry import RetryingProvider
+from talaria.agent.providers.base import Provider
+from talaria.agent.providers.errors import (
+    AuthError,
+    BadRequestError,
+    ModelNotFoundError,
+    ProviderError,
+)
+from talaria.agent.providers.retry import RetryingProvider
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +73,7 @@ def create_provider(
         raise TypeError(f"unknown provider options: {sorted(unknown)}")
     spec = _resolve(model, providers, os.environ if env is None else env)
     if spec.kind == "replay":
-        from agent.providers.replay import ReplayProvider
+        from talaria.agent.providers.replay import ReplayProvider
 
         return ReplayProvider(spec.model, name=spec.name)
     if spec.missing_key:
@@ -76,7 +81,7 @@ def create_provider(
         raise AuthError(message, provider=spec.name)
     accepted = {k: v for k, v in options.items() if k in _OPTIONS[spec.kind]}
     if spec.kind == "anthropic":
-        from agent.providers.anthropic import AnthropicProvider
+        from talaria.agent.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(
             spec.model,
@@ -86,7 +91,7 @@ def create_provider(
             name=spec.name,
             **accepted,
         )
-    from agent.providers.openai import OpenAIProvider
+    from talaria.agent.providers.openai import OpenAIProvider
 
     return OpenAIProvider(
         spec.model,

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.providers.base import (
+from talaria.agent.providers.base import (
     Finish,
     Message,
     ReasoningDelta,
@@ -20,9 +20,9 @@ from agent.providers.base import (
     ToolDef,
     Usage,
 )
-from agent.providers.errors import ProviderError, ServerError, TimeoutError_
-from agent.providers.lazy import LoopBoundClient
-from agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.lazy import LoopBoundClient
+from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agent.providers.base import (
+from talaria.agent.providers.base import (
     Finish,
     Message,
     ReasoningDelta,
@@ -32,13 +32,13 @@ from agent.providers.base import (
     ToolDef,
     Usage,
 )
-from agent.providers.errors import (
+from talaria.agent.providers.errors import (
     ContextOverflowError,
     ProviderError,
     ReplayError,
     TimeoutError_,
 )
-from agent.providers.retry import classify_error
+from talaria.agent.providers.retry import classify_error
 
 MAX_DELTAS = 8  # text is streamed in at most this many pieces
 

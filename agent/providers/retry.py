@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from agent.providers.base import Message, Provider, Retrying, StreamEvent, ToolDef
-from agent.providers.errors import (
+from talaria.agent.providers.base import Message, Provider, Retrying, StreamEvent, ToolDef
+from talaria.agent.providers.errors import (
     AuthError,
     BadRequestError,
     BillingError,

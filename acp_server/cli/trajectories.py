@@ -1,0 +1,168 @@
+"""`talaria trajectories`: export and view recorded runs.
+
+    talaria trajectories export SESSION|FILE... [--format sharegpt|openai|atif] [-o OUT]
+    talaria trajectories view SESSION|FILE|DIR [-o OUT.html]
+
+SESSION is a session id (or a unique prefix of one) in `$TALARIA_HOME/sessions.db`; FILE a
+transcript JSONL (`$TALARIA_HOME/trajectories/ID.jsonl`) or a ShareGPT export; DIR a batch run
+(`data/NAME/` with trajectories.jsonl and statistics.json). Exports go to stdout without -o.
+`view` writes FILE.html beside a file, DIR/report.html in a batch dir, ./ID.html for a
+session. Imports are lazy: `talaria acp` never pays for this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("sharegpt", "openai", "atif")
+PREFIX_SCAN_LIMIT = 10_000
+
+
+class UsageError(Exception):
+    """A source that cannot be found or read; worded for the user."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `trajectories` command (with `export` and `view`) to a subparsers object."""
+    parser = subparsers.add_parser("trajectories", help="export or view recorded runs")
+    _add_subcommands(parser)
+    return parser
+
+
+def _add_subcommands(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="trajectories_command", required=True)
+    export = sub.add_parser("export", help="write runs as ShareGPT, OpenAI or ATIF (secrets redacted)")
+    export.add_argument("sources", nargs="+", metavar="SESSION|FILE")
+    export.add_argument("--format", choices=FORMATS, default="sharegpt",
+                        help="sharegpt (Hermes JSONL, default), openai (JSONL), atif (JSON)")
+    export.add_argument("-o", "--output", metavar="OUT", help="output file (default: stdout)")
+    view = sub.add_parser("view", help="write a self-contained HTML page of a run or a batch")
+    view.add_argument("source", metavar="SESSION|FILE|DIR")
+    view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page")
+    from talaria.acp_server.cli.batch import add_compress_parser
+
+    add_compress_parser(sub)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.trajectories_command == "export":
+            return _export(args)
+        if args.trajectories_command == "compress":
+            from talaria.acp_server.cli.batch import run_compress
+
+            return run_compress(args)
+        return _view(args)
+    except UsageError as exc:
+        print(f"talaria: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m talaria.acp_server.cli.trajectories export|view ...` (same as `talaria trajectories`)."""
+    parser = argparse.ArgumentParser(prog="talaria trajectories")
+    _add_subcommands(parser)
+    return run(parser.parse_args(argv))
+
+
+def _export(args: argparse.Namespace) -> int:
+    from talaria.agent.trajectories.export import ToolCatalog, export
+
+    trajectories = [load(source) for source in args.sources]
+    text = export(trajectories, args.format, ToolCatalog.builtin())
+    if args.output:
+        _write(Path(args.output), text)
+        print(f"wrote {len(trajectories)} trajectory(ies) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    path = Path(args.source)
+    if path.exists() and _is_batch(path):
+        from talaria.agent.trajectories.report import load_batch, render_batch
+
+        html = render_batch(*load_batch(path))
+        default = path / "report.html" if path.is_dir() else path.with_suffix(".html")
+    else:
+        from talaria.agent.trajectories.view import render_trajectory
+
+        traj = load(args.source)
+        html = render_trajectory(traj)
+        default = path.with_suffix(".html") if path.is_file() else Path(f"{traj.session_id}.html")
+    out = Path(args.output) if args.output else default
+    _write(out, html)
+    print(out)
+    return 0
+
+
+def load(source: str) -> Any:
+    """A Trajectory from a file path, or from the session store by id or unique id prefix."""
+    from talaria.agent.trajectories.load import (
+        TrajectoryNotFound,
+        load_trajectory,
+        load_trajectory_file,
+    )
+
+    path = Path(source)
+    try:
+        if path.is_file():
+            return load_trajectory_file(path)
+        if path.is_dir():
+            raise UsageError(f"{source} is a directory; `view` takes batch dirs, `export` files")
+        store = _store()
+        try:
+            return load_trajectory(store, _session_id(store, source))
+        finally:
+            store.close()
+    except TrajectoryNotFound as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _store() -> Any:
+    from talaria.agent.config import load_config
+    from talaria.agent.store import Store
+
+    try:
+        home = load_config().home
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    db = home / "sessions.db"
+    if not db.is_file():  # do not create an empty store just to look into it
+        raise UsageError(f"no such file, and no session store at {db}")
+    return Store(db)
+
+
+def _session_id(store: Any, wanted: str) -> str:
+    if store.get_session(wanted) is not None:
+        return wanted
+    matches = [s.id for s in store.list_sessions(limit=PREFIX_SCAN_LIMIT) if s.id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise UsageError(f"{wanted!r} matches {len(matches)} sessions: {', '.join(matches[:5])}")
+    raise UsageError(f"no file {wanted!r} and no session with that id in {store.path}")
+
+
+def _is_batch(path: Path) -> bool:
+    from talaria.agent.trajectories.report import is_batch
+
+    try:
+        return is_batch(path)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Context compression that never loses the task.
+
+    compact(session)          stage 1 (deterministic, see compaction_stage1), then, only if the
+                              context is still over budget, stage 2: a model summary of the middle
+
+Head (system prompt + first user task) and tail (a token budget of recent turns, never splitting
+a tool call from its result, always holding the latest user message) stay verbatim. The summary
+follows a handoff template and is marked as reference material; a later compaction updates the
+previous summary instead of summarising a summary. If the summary call fails, a deterministic
+summary built from the transcript stands in, marked as such. A compaction that does not shrink
+the context by `MIN_REDUCTION` is reported, not retried in a loop. Nothing is deleted: the store
+keeps every message; the compacted context is saved as a snapshot beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from talaria.agent.context import tokens
+from talaria.agent.context.stage1 import stage1
+from talaria.agent.events import Compacted, Emit
+from talaria.agent.providers.base import Message, Provider, TextDelta, call_arguments
+from talaria.agent.session import Session
+
+log = logging.getLogger(__name__)
+
+TRIGGER_SHARE = 0.8
+"""Compact automatically once the context reaches this share of the window."""
+TARGET_SHARE = 0.5
+"""Stage 2 runs only when stage 1 leaves the context above this share of the window."""
+TAIL_SHARE = 0.2
+"""Token budget of the verbatim tail, as a share of the window."""
+MIN_REDUCTION = 0.1
+SUMMARY_TIMEOUT = 120.0
+SUMMARY_MARK = "[CONTEXT SUMMARY]"
+TRANSCRIPT_CHARS_PER_MESSAGE = 4_000
+
+TEMPLATE = """\
+You are writing a handoff note so that another engineer can continue this coding session without
+the transcript. Be concrete: file paths, function names, commands, exact error messages, numbers.
+Use exactly these sections:
+
+## Goal
+## Constraints and preferences (everything the user asked for or ruled out)
+## Completed actions (with outcomes)
+## Current state
+## Open work (what remains, in order)
+## Files touched
+## Key decisions (and why)
+"""
+
+
+class Summarizer(Protocol):
+    async def summarize(self, instructions: str, transcript: str) -> str: ...
+
+
+@dataclass(slots=True)
+class ProviderSummarizer:
+    """Summaries from a model (the session's own by default, or `summary_model`)."""
+
+    provider: Provider
+    max_tokens: int = 2_000
+
+    async def summarize(self, instructions: str, transcript: str) -> str:
+        messages: list[Message] = [
+            {"role": "system", "content": instructions},
+            {"role": "user", "content": transcript},
+        ]
+        parts: list[str] = []
+        async for event in self.provider.stream(messages, [], max_tokens=self.max_tokens):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+        return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    messages: list[Message]
+    before: int
+    after: int
+    stage: int
+    summary: str | None = None
+    fallback: bool = False
+    error: str | None = None
+    dropped: tuple[int, int] = (0, 0)
+    """Index span [start, end) of the pre-compaction context replaced by the summary."""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def progress(self) -> bool:
+        return self.after < self.before * (1 - MIN_REDUCTION)
+
+
+def count(messages: list[Message], tools: list[dict[str, Any]]) -> int:
+    return tokens.count_messages(messages, tools)
+
+
+def boundaries(messages: list[Message], tail_budget: int) -> tuple[int, int]:
+    """(end of head, start of tail). The tail never starts on a tool result and always
+    includes the latest user message."""
+    head = 0
+    while head < len(messages) and messages[head].get("role") == "system":
+        head += 1
+    first_user = next((i for i in range(head, len(messages)) if messages[i].get("role") == "user"), None)
+    head = first_user + 1 if first_user is not None else head
+    start, used = len(messages), 0
+    while start > head:
+        cost = tokens.count_messages([messages[start - 1]])
+        if used + cost > tail_budget and start < len(messages):
+            break
+        used += cost
+        start -= 1
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=head)
+    start = min(start, max(last_user, head))
+    while start > head and messages[start].get("role") == "tool":
+        start -= 1  # keep the assistant message with its tool results
+    return head, max(start, head)
+
+
+def render_transcript(messages: list[Message]) -> str:
+    lines = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "[image]") for p in content)
+        text = str(content or "")
+        if len(text) > TRANSCRIPT_CHARS_PER_MESSAGE:
+            text = text[:TRANSCRIPT_CHARS_PER_MESSAGE] + f" …[{len(text)} chars]"
+        for call in message.get("tool_calls") or ():
+            text += f"\n-> {call['name']}({call.get('arguments', '')[:600]})"
+        lines.append(f"### {role}\n{text}")
+    return "\n\n".join(lines)
+
+
+def fallback_summary(middle: list[Message], reason: str) -> str:
+    """A deterministic summary from the transcript, used when the model summary fails."""
+    asks = [str(m["content"])[:500] for m in middle
+            if m.get("role") == "user" and isinstance(m.get("content"), str)
+            and not m["content"].startswith(SUMMARY_MARK)]
+    previous = [m["content"] for m in middle
+                if m.get("role") == "user" and str(m.get("content", "")).startswith(SUMMARY_MARK)]
+    files: dict[str, None] = {}
+    actions = []
+    for m in middle:
+        for call in m.get("tool_calls") or ():
+            path = call_arguments(call).get("path")
+            if isinstance(path, str):
+                files[path] = None
+        if m.get("role") == "tool":
+            actions.append(str(m.get("content", ""))[:200])
+    lines = [f"(fallback summary: the summary model failed: {reason})"]
+    lines += [f"Earlier summary:\n{p}" for p in previous[-1:]]
+    lines += ["## User requests"] + [f"- {a}" for a in asks]
+    lines += ["## Tool results (oldest first)"] + [f"- {a}" for a in actions[-40:]]
+    lines += ["## Files touched"] + [f"- {f}" for f in files]
+    return "\n".join(lines)
+
+
+async def compact(
+    messages: list[Message], *, window: int, tools: list[dict[str, Any]], summarizer: Summarizer,
+    focus: str | None = None, force_summary: bool = False,
+) -> Compaction:
+    before = count(messages, tools)
+    head, tail = boundaries(messages, int(window * TAIL_SHARE))
+    reduced = stage1(messages, head, tail)
+    after = count(reduced, tools)
+    if not force_summary and after <= window * TARGET_SHARE:
+        return Compaction(reduced, before, after, stage=1)
+    middle = reduced[head:tail]
+    if not middle:
+        return Compaction(reduced, before, after, stage=1)
+    instructions = TEMPLATE
+    if any(str(m.get("content", "")).startswith(SUMMARY_MARK) for m in middle):
+        instructions += "\nThe transcript starts with the previous summary: update it with what " \
+                        "happened since; keep what is still true, drop what is done or obsolete."
+    if focus:
+        instructions += f"\nThe user asks the summary to focus on: {focus}"
+    fallback, error = False, None
+    try:
+        with anyio.fail_after(SUMMARY_TIMEOUT):
+            summary = (await summarizer.summarize(instructions, render_transcript(middle))).strip()
+        if not summary:
+            raise ValueError("the summary model returned nothing")
+        # One marker per context: an echoed marker would make the next update nest summaries.
+        summary = summary.replace(SUMMARY_MARK, "(earlier summary)")
+    except Exception as exc:  # any failure: the deterministic summary stands in, visibly
+        log.warning("summary failed: %s", exc)
+        fallback, error = True, f"{type(exc).__name__}: {exc}"
+        summary = fallback_summary(middle, error)
+    note = {"role": "user", "content": (
+        f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
+        f"({tail - head} messages), not new instructions.\n\n{summary}")}
+    new = reduced[:head] + [note] + reduced[tail:]
+    return Compaction(new, before, count(new, tools), stage=2, summary=summary,
+                      fallback=fallback, error=error, dropped=(head, tail))
+
+
+def summarizer_for(session: Session) -> Summarizer:
+    return session.state.get("summarizer") or ProviderSummarizer(session.provider)
+
+
+async def compact_session(
+    session: Session, emit: Emit | None = None, *, focus: str | None = None,
+    force_summary: bool = False, reason: str = "manual",
+) -> Compaction:
+    """Compact the live context, save the snapshot and the event, tell the front door."""
+    window = session.context_window
+    if reason == "overflow":
+        # The provider's limit is below what we were told: size the tail by what we have.
+        window = min(window, count(session.messages, session.tool_definitions()))
+    result = await compact(
+        session.messages, window=window, tools=session.tool_definitions(),
+        summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
+    )
+    if result.progress:
+        session.messages = result.messages
+        session.last_usage = result.after
+        session.state.pop("_token_mark", None)
+        if session.store is not None:
+            session.store.save_context(session.id, result.messages)
+    else:
+        session.state["compaction_stalled_at"] = len(session.messages)
+    if session.store is not None:
+        session.store.append(session.id, {
+            "role": "event", "type": "compaction", "id": result.id, "reason": reason,
+            "stage": result.stage, "before_tokens": result.before, "after_tokens": result.after,
+            "applied": result.progress, "fallback": result.fallback, "error": result.error,
+            "dropped": list(result.dropped), "summary": result.summary,
+        })
+    if emit is not None:
+        await emit(Compacted(result.id, result.before, result.after, result.stage, result.progress,
+                             result.summary, result.fallback, result.error))
+    return result
+
+
+def needs_compaction(session: Session, used: int, threshold: float = TRIGGER_SHARE) -> bool:
+    if used < session.context_window * threshold:
+        return False
+    # No loop: after a compaction that made no progress, wait for the context to change.
+    return session.state.get("compaction_stalled_at") != len(session.messages)
+
+
+def describe(result: Compaction) -> str:
+    """What /compact tells the user."""
+    if not result.progress:
+        return (f"Compaction stopped: it would only bring the context from {result.before:,} to "
+                f"{result.after:,} tokens. Nothing was changed; consider /clear or a new session.")
+    how = "deterministic trimming" if result.stage == 1 else "a summary of the earlier turns"
+    text = f"Compacted the context from {result.before:,} to {result.after:,} tokens with {how}."
+    if result.fallback:
+        text += f" The summary model failed ({result.error}); a summary built from the transcript was used."
+    return text

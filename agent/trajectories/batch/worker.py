@@ -1,0 +1,266 @@
+"""Run one batch task: its own workspace, session and tools; returns its record.
+
+    execute_sync(job, template=None) -> record (see records.py)
+
+JOB = {"task": Task.to_dict(), "model", "max_turns", "toolsets", "timeout", "keep": bool,
+"task_dir", "home", "session_id"}. `task_dir/workspace` is the task's working directory: a
+fresh copy of its template, or empty; it is wiped first, so a task re-run after a crash starts
+clean. `home` is the worker's TALARIA_HOME under the run directory: its `sessions.db` holds
+each task's transcript as it happens, under the `session_id` the runner chose, so a worker
+that dies mid-task still leaves its partial trajectory. Without `task_dir`/`home` (a Ray worker
+on another machine) temp directories are used, and `template` carries the workspace as tar bytes.
+
+Tasks run on one event loop that lives as long as the process (a daemon thread), so the SDK
+client of each model is built once per worker, not once per task (~80 ms of TLS setup each).
+`serve` is a local worker's main loop (see executors.LocalExecutor).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import queue
+import shutil
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+
+from talaria.agent.trajectories.batch.records import make_record
+
+DEFAULT_TIMEOUT_S = 1800.0
+"""Wall time allowed per task (--task-timeout)."""
+
+_providers: dict[tuple[Any, ...], Any] = {}
+_stores: dict[Path, Any] = {}
+_temp_home: Path | None = None
+_portal: anyio.from_thread.BlockingPortal | None = None
+_portal_lock = threading.Lock()
+
+
+async def _no_events(event: Any) -> None:
+    pass
+
+
+def resolve_tools(toolsets: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Tool names for `toolsets` (toolset or tool names; "all"); None: the core tools.
+    Raises ValueError naming an unknown one."""
+    from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+
+    if not toolsets:
+        return CORE_TOOLS
+    specs = load_builtin_tools().select()
+    names: dict[str, None] = {}
+    for wanted in toolsets:
+        matched = [s.name for s in specs if wanted in ("all", s.toolset, s.name)]
+        if not matched:
+            known = sorted({s.toolset for s in specs} | {s.name for s in specs})
+            raise ValueError(f"unknown toolset {wanted!r}; known: {', '.join(known)}")
+        names.update(dict.fromkeys(matched))
+    return tuple(names)
+
+
+def prepare(job: dict[str, Any], template: bytes | None) -> tuple[Path, Path]:
+    """(task directory, working directory) on a clean slate."""
+    task = job["task"]
+    root = Path(job["task_dir"]) if job.get("task_dir") else Path(
+        tempfile.mkdtemp(prefix=f"talaria-batch-{task['id'][:24]}-"))
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    if task.get("cwd"):
+        return root, Path(task["cwd"])
+    workspace = root / "workspace"
+    if template is not None:
+        workspace.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(template)) as tar:
+            tar.extractall(workspace, filter="data")
+    elif task.get("workspace"):
+        shutil.copytree(task["workspace"], workspace, symlinks=True)
+    else:
+        workspace.mkdir()
+    return root, workspace
+
+
+def pack_template(directory: str) -> bytes:
+    """A template directory as tar bytes, for workers that cannot see this disk."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(directory, arcname=".")
+    return buffer.getvalue()
+
+
+def _provider(config: Any, model: str | None) -> Any:
+    """A fresh RetryingProvider per task over SDK clients kept for the worker's life.
+    `copy.copy` shares the (stateless) inner providers but not the fallback position, so one
+    task falling back does not send the next one straight to the fallback."""
+    from talaria.agent.runtime import make_provider
+
+    key = (model or config.model, config.fallback_models)
+    if key not in _providers:
+        _providers[key] = make_provider(config, model)
+    return copy.copy(_providers[key])
+
+
+def _store(home: Path) -> Any:
+    from talaria.agent.store import Store
+
+    if home not in _stores:
+        _stores[home] = Store(home / "sessions.db")
+    return _stores[home]
+
+
+def worker_home(job: dict[str, Any]) -> Path:
+    global _temp_home
+    if job.get("home"):
+        return Path(job["home"])
+    if _temp_home is None:  # a Ray worker: one temp home per process
+        _temp_home = Path(tempfile.mkdtemp(prefix="talaria-batch-home-"))
+    return _temp_home
+
+
+async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[str, Any]:
+    """Run the job's task to its end; every outcome is a record, none raises."""
+    from talaria.agent.config import load_config
+    from talaria.agent.loop import run_turn
+    from talaria.agent.providers.errors import ProviderError
+    from talaria.agent.runtime import new_session
+    from talaria.tools.local.workspace import LocalWorkspace
+
+    task = job["task"]
+    started = time.monotonic()
+    status, reason, error = "failed", "setup_error", None
+    model = task.get("model") or job.get("model")
+    timeout = float(job.get("timeout") or DEFAULT_TIMEOUT_S)
+    session = root = None
+    try:
+        root, cwd = prepare(job, template)
+        home = worker_home(job)
+        config = replace(load_config({"model": model, "max_turns": job.get("max_turns")}),
+                         home=home)
+        model = model or config.model
+        tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
+        session = new_session(config, cwd=cwd, workspace=LocalWorkspace(cwd),
+                              provider=_provider(config, model), store=_store(home),
+                              mode="bypass", tool_names=tool_names,
+                              session_id=job.get("session_id"))
+        model = session.provider.name
+        reason = "error"
+        with anyio.fail_after(timeout):
+            reason = await run_turn(session, task["prompt"], _no_events)
+        status = "completed" if reason == "end_turn" else "failed"
+    except TimeoutError:
+        reason, error = "timeout", f"no result after {timeout:g}s"
+    except ProviderError as exc:
+        reason, error = "provider_error", exc.user_message()
+    except Exception as exc:  # a task's bug must not take the worker (and the batch) down
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        messages: list[dict[str, Any]] = []
+        if session is not None:
+            close_session(session)
+            messages = _transcript(session.store, session.id)
+        if root is not None and not job.get("keep"):
+            shutil.rmtree(root, ignore_errors=True)
+    return make_record(task, status=status, reason=reason, error=error, messages=messages,
+                       model=model, duration_s=time.monotonic() - started)
+
+
+def _transcript(store: Any, session_id: str) -> list[dict[str, Any]]:
+    return [m for m in store.messages(session_id) if m.get("role") != "event"]
+
+
+def close_session(session: Any) -> None:
+    """Run the cleanups tools registered (`Session.close`: the `execute_code` kernel): a
+    worker process runs many tasks, and a kernel left behind would outlive its task."""
+    close = getattr(session, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as exc:  # cleanup is best effort; the record is what matters
+        print(f"talaria batch: closing session {session.id}: {exc}", file=sys.stderr)
+
+
+def partial_messages(home: Path, session_id: str) -> list[dict[str, Any]]:
+    """The transcript a dead worker left for `session_id` in its store (empty if none)."""
+    from talaria.agent.store import Store
+
+    path = home / "sessions.db"
+    if not path.exists():
+        return []
+    store = Store(path)
+    try:
+        return _transcript(store, session_id)
+    finally:
+        store.close()
+
+
+def _loop() -> anyio.from_thread.BlockingPortal:
+    """The process's event loop (started on first use), reachable from any thread."""
+    global _portal
+    with _portal_lock:
+        if _portal is None:
+            ready = threading.Event()
+
+            async def serve() -> None:
+                global _portal
+                async with anyio.from_thread.BlockingPortal() as portal:
+                    _portal = portal
+                    ready.set()
+                    await portal.sleep_until_stopped()
+
+            # A daemon thread: it must never keep the process alive at exit.
+            threading.Thread(target=anyio.run, args=(serve,), daemon=True,
+                             name="batch-loop").start()
+            ready.wait()
+    assert _portal is not None
+    return _portal
+
+
+def execute_sync(job: dict[str, Any], template: bytes | None = None) -> dict[str, Any]:
+    return _loop().call(execute, job, template)
+
+
+def serve(conn: Any, env: dict[str, str], log_path: str | None) -> None:
+    """A local worker (forked by LocalExecutor): jobs in, records out over `conn`, until the
+    runner closes its end. When the pipe closes while a job runs, the runner is gone (even
+    `kill -9`): the worker exits at once rather than finish work nobody will record."""
+    os.environ.clear()
+    os.environ.update(env)
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    jobs: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    busy = threading.Event()
+
+    def read() -> None:
+        try:
+            while True:
+                jobs.put(conn.recv())
+        except (EOFError, OSError):
+            pass
+        if busy.is_set() or not jobs.empty():
+            os._exit(1)
+        jobs.put(None)
+
+    threading.Thread(target=read, daemon=True, name="batch-jobs").start()
+    while (job := jobs.get()) is not None:
+        busy.set()
+        record = execute_sync(job)
+        try:
+            conn.send(record)
+        except OSError:
+            os._exit(1)
+        busy.clear()
+    os._exit(0)  # skip interpreter teardown: the loop thread, kernels already closed

@@ -1,0 +1,187 @@
+"""Context compression: both stages, pair invariants, failures, the no-progress guard, overflow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from benchmarks.synthetic import FACTS, TemplateSummarizer, facts_kept, tool_heavy_session
+from talaria.agent.context import compaction as comp
+from talaria.agent.context.compaction import boundaries, compact, compact_session
+from talaria.agent.context.stage1 import one_line, shrink_arguments, stage1
+from talaria.agent.loop import run_turn
+from talaria.agent.store import Store
+from tests.helpers import Recorder, assert_pairs_complete, make_session
+
+WINDOW = 200_000
+
+
+@pytest.fixture(scope="module")
+def big() -> list[dict]:
+    return tool_heavy_session(120_000)
+
+
+def run_compact(messages, **kw):
+    kw.setdefault("window", WINDOW)
+    kw.setdefault("tools", [])
+    kw.setdefault("summarizer", TemplateSummarizer())
+    return anyio.run(lambda: compact(messages, **kw))
+
+
+def test_boundaries_keep_pairs_and_the_latest_user_message(big) -> None:
+    head, tail = boundaries(big, 30_000)
+    assert big[head - 1]["role"] == "user" and head == 2
+    assert big[tail]["role"] != "tool"
+    last_user = max(i for i, m in enumerate(big) if m["role"] == "user")
+    assert tail <= last_user
+    # A tiny budget still keeps the latest user message verbatim in the tail.
+    _, tail = boundaries(big, 1)
+    assert tail <= last_user and big[tail]["role"] != "tool"
+
+
+def test_stage1_keeps_head_and_tail_byte_identical(big) -> None:
+    head, tail = boundaries(big, 30_000)
+    reduced = stage1(big, head, tail)
+    assert json.dumps(reduced[:head]) == json.dumps(big[:head])
+    assert json.dumps(reduced[tail:]) == json.dumps(big[tail:])
+    assert_pairs_complete(reduced)
+    assert all(m["content"].startswith("[") for m in reduced[head:tail] if m["role"] == "tool")
+    images = [p for m in reduced[head:tail] if isinstance(m.get("content"), list) for p in m["content"]]
+    assert images and all(p["type"] == "text" for p in images)
+    assert set(facts_kept(reduced)) == {f for _, f in FACTS}
+    assert big[head + 1]["role"] == "tool" and not big[head + 1]["content"].startswith("[")  # no mutation
+
+
+def test_one_line_summaries() -> None:
+    out = json.dumps({"exit_code": 1, "output": "a\nb\nFAILED test_x - boom\n", "timed_out": False})
+    assert one_line("terminal", {"command": "pytest"}, out) == \
+        '[terminal] ran "pytest" -> exit 1, 3 lines; last line: "FAILED test_x - boom"'
+    read = json.dumps({"path": "a.py", "content": "1|x\n2|y", "total_lines": 40})
+    assert one_line("read_file", {"path": "a.py"}, read) == "[read_file] read a.py lines 1-2 of 40"
+    assert one_line("patch", {}, json.dumps({"error": "no match"})).endswith("error: no match")
+    assert one_line("weird", {}, "not json") == "[weird] -> 8 chars of output"
+
+
+def test_shrunk_arguments_stay_valid_json() -> None:
+    args = json.dumps({"path": "a.py", "content": "x" * 5000})
+    shrunk = json.loads(shrink_arguments(args))
+    assert shrunk["path"] == "a.py" and len(shrunk["content"]) < 400
+    assert json.loads(shrink_arguments("{broken" + "y" * 2000))["_omitted_chars"] > 0
+
+
+def test_duplicate_outputs_point_at_the_later_copy() -> None:
+    same = json.dumps({"exit_code": 0, "output": "same output\n" * 20})
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for i in range(3):
+        messages += [{"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "name": "terminal", "arguments": '{"command": "ls"}'}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "name": "terminal", "content": same}]
+    messages.append({"role": "user", "content": "next"})
+    reduced = stage1(messages, 2, len(messages) - 1)
+    assert "same output as a later" in reduced[3]["content"]
+    assert reduced[7]["content"].startswith("[terminal] ran")
+
+
+def test_stage1_alone_when_enough(big) -> None:
+    result = run_compact(big)
+    assert result.stage == 1 and result.progress and result.summary is None
+
+
+def test_stage2_summary_head_tail_and_marking(big) -> None:
+    summarizer = TemplateSummarizer()
+    result = run_compact(big, window=60_000, summarizer=summarizer, focus="refunds", force_summary=True)
+    assert result.stage == 2 and not result.fallback and result.progress
+    head, tail = result.dropped
+    assert result.messages[:head] == big[:head]
+    note = result.messages[head]
+    assert note["role"] == "user" and note["content"].startswith(comp.SUMMARY_MARK)
+    assert "Reference material" in note["content"] and "## Goal" in note["content"]
+    assert result.messages[-1] == big[-1], "the latest user message stays a live turn"
+    assert_pairs_complete(result.messages)
+    assert "focus on: refunds" in summarizer.calls[0][0]
+    # A second compaction updates the previous summary rather than summarising it blindly.
+    grown = result.messages + big[2:40] + [{"role": "user", "content": "and now?"}]
+    again = run_compact(grown, window=60_000, summarizer=summarizer, force_summary=True)
+    assert "previous summary" in summarizer.calls[-1][0]
+    assert summarizer.calls[-1][1].count(comp.SUMMARY_MARK) == 1
+    assert again.messages[again.dropped[0]]["content"].count(comp.SUMMARY_MARK) == 1
+
+
+class Failing:
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    async def summarize(self, instructions: str, transcript: str) -> str:
+        if self.how == "raise":
+            raise ConnectionError("summary model down")
+        if self.how == "hang":
+            await anyio.sleep(60)
+        return "   "
+
+
+@pytest.mark.parametrize("how", ["raise", "empty", "hang"])
+def test_summary_failure_uses_a_marked_fallback(big, how: str, monkeypatch) -> None:
+    monkeypatch.setattr(comp, "SUMMARY_TIMEOUT", 0.2)
+    result = run_compact(big, window=60_000, summarizer=Failing(how), force_summary=True)
+    assert result.stage == 2 and result.fallback and result.error
+    note = result.messages[result.dropped[0]]["content"]
+    assert "fallback summary" in note and "## User requests" in note
+    assert "keep Python 3.9 compatibility" in note  # a constraint from the summarised middle
+    assert "never touch the migrations/ folder" in result.messages[1]["content"]  # the head
+    assert result.dropped[1] > result.dropped[0]
+
+
+def test_no_progress_guard(fake_llm, tmp_path: Path) -> None:
+    session = make_session(fake_llm, tmp_path, store=Store(tmp_path / "s.db"))
+    session.append({"role": "user", "content": "short task"})
+    session.state["summarizer"] = TemplateSummarizer()
+    events = Recorder()
+    result = anyio.run(lambda: compact_session(session, events, force_summary=True))
+    assert not result.progress
+    assert events.of("Compacted")[0].applied is False
+    assert session.state["compaction_stalled_at"] == len(session.messages)
+    assert not comp.needs_compaction(session, used=10**9), "no loop until the context changes"
+    assert "stopped" in comp.describe(result)
+
+
+def test_auto_compaction_and_snapshot_survive_restore(fake_llm, tmp_path: Path, big) -> None:
+    store = Store(tmp_path / "s.db")
+    session = make_session(fake_llm, tmp_path, store=store, context_window=150_000)
+    for message in big[1:]:
+        session.append(message)
+    fake_llm.script([{"text": "carrying on"}])
+    events = Recorder()
+    assert anyio.run(run_turn, session, "go on", events) == "end_turn"
+    [done] = events.of("Compacted")
+    assert done.applied and done.after < done.before
+    sent = fake_llm.requests[-1]["json"]["messages"]
+    assert sum(len(json.dumps(m)) for m in sent) < sum(len(json.dumps(m)) for m in big) / 2
+    # Nothing deleted: the transcript has everything plus the compaction event.
+    transcript = store.messages(session.id)
+    assert len(transcript) == 1 + (len(big) - 1) + 3  # system, big, prompt, event, reply
+    event = next(m for m in transcript if m["role"] == "event")
+    assert event["type"] == "compaction" and event["before_tokens"] > event["after_tokens"]
+    # The live context after a restart is the compacted one plus what came after.
+    assert store.context(session.id) == session.messages
+
+
+def test_overflow_compacts_then_retries_once(fake_llm, tmp_path: Path, big) -> None:
+    session = make_session(fake_llm, tmp_path, context_window=1_000_000)
+    for message in big[1:-1]:
+        session.append(message)
+    fake_llm.script([
+        {"fault": "context_overflow"},
+        {"text": "## Goal\nfix refunds\n## Open work\n- tests"},   # the summary call
+        {"text": "retried fine"},
+    ])
+    events = Recorder()
+    assert anyio.run(run_turn, session, "continue", events) == "end_turn"
+    assert session.messages[-1]["content"] == "retried fine"
+    assert events.of("Compacted")[0].stage == 2
+    assert len(fake_llm.requests) == 3
+    fake_llm.script([{"fault": "context_overflow"}, {"text": ""}, {"fault": "context_overflow"}])
+    with pytest.raises(Exception, match="context"):
+        anyio.run(run_turn, session, "again", Recorder())

@@ -1,0 +1,60 @@
+"""The SQLite session store."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from talaria.agent.store import Store
+
+
+def test_append_is_committed_at_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create_session("s1", "/p", model="openai:x", mode="default")
+    store.append("s1", {"role": "user", "content": "héllo ✓"})
+    # A second connection (another process would do the same) sees it without any close.
+    other = sqlite3.connect(tmp_path / "s.db")
+    assert other.execute("SELECT count(*) FROM messages").fetchone() == (1,)
+    assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store.messages("s1") == [{"role": "user", "content": "héllo ✓"}]
+
+
+def test_context_snapshots_keep_the_whole_transcript(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create_session("s1", "/p", model=None, mode=None)
+    for i in range(4):
+        store.append("s1", {"role": "user", "content": str(i)})
+    store.save_context("s1", [{"role": "user", "content": "summary of 0-3"}])
+    store.append("s1", {"role": "event", "type": "compaction"})
+    store.append("s1", {"role": "user", "content": "4"})
+    assert [m["content"] for m in store.context("s1")] == ["summary of 0-3", "4"]
+    assert store.messages("s1", include_archived=False) == store.context("s1")
+    assert [m.get("content") for m in store.messages("s1")] == ["0", "1", "2", "3", None, "4"]
+
+
+def test_list_sessions_newest_first_with_cursor(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    for i in range(5):
+        store.create_session(f"s{i}", "/a" if i % 2 == 0 else "/b", model=None, mode=None)
+        time.sleep(0.002)
+    page = store.list_sessions(cwd="/a", limit=2)
+    assert [r.id for r in page] == ["s4", "s2"]
+    rest = store.list_sessions(cwd="/a", before=(page[-1].updated_at, page[-1].id), limit=2)
+    assert [r.id for r in rest] == ["s0"]
+    store.update_session("s0", title="renamed")
+    assert store.list_sessions(limit=1)[0].id == "s0"
+    assert store.get_session("s0").title == "renamed"
+    assert store.get_session("nope") is None
+
+
+def test_paging_never_skips_sessions_updated_together(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    for i in range(5):
+        store.create_session(f"s{i}", "/a", model=None, mode=None)
+    store._db.execute("UPDATE sessions SET updated_at = 1000.0")  # all in the same instant
+    seen, before = [], None
+    while page := store.list_sessions(before=before, limit=2):
+        seen += [r.id for r in page]
+        before = (page[-1].updated_at, page[-1].id)
+    assert seen == ["s4", "s3", "s2", "s1", "s0"]

@@ -1,0 +1,109 @@
+"""Secret redaction: every pattern, JSON-escaped text, code that must survive, every format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from talaria.agent.trajectories.export import FORMATS, ToolCatalog, export
+from talaria.agent.trajectories.export.redact import MARK, redact, redact_text
+from talaria.agent.trajectories.load import build
+
+SECRETS = [
+    # (text holding a secret, the secret, what stays)
+    ("key: sk-proj-Zx81kQm2LrT5vW9yB3nC", "Zx81kQm2LrT5vW9yB3nC", "sk-"),
+    ("sk-abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwx", "sk-"),
+    ("anthropic sk-ant-api03-AbCdEfGhIjKlMnOpQrSt_uv", "AbCdEfGhIjKlMnOpQrSt_uv", "sk-ant-"),
+    ("git clone https://ghp_0123456789abcdefghijABCDEFGHIJ012345@github.com/x/y",
+     "0123456789abcdefghijABCDEFGHIJ012345", "ghp_"),
+    ("token github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "0123456789_abcdefghijklmnop", "github_pat_"),
+    ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE", "AKIA"),
+    ("SLACK=xoxb-123456789012-abcdefghijkl", "123456789012-abcdefghijkl", "xoxb-"),
+    ("slack user xoxp-2222-3333-abcdefabcdef", "2222-3333-abcdefabcdef", "xoxp-"),
+    ("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln'", "eyJhbGciOiJIUzI1NiJ9", "Bearer "),
+    ("OPENAI_API_KEY=abc123secret", "abc123secret", "OPENAI_API_KEY="),
+    ("export GITHUB_TOKEN=\"tok_live_42\"", "tok_live_42", "GITHUB_TOKEN=\""),
+    ("DB_PASSWORD=hunter2 ./start", "hunter2", "DB_PASSWORD="),
+    ("AWS_SECRET_ACCESS_KEY='wJalrXUtnFEMI/K7MDENG'", "wJalrXUtnFEMI", "AWS_SECRET_ACCESS_KEY='"),
+    ("KEY=s3cr3t", "s3cr3t", "KEY="),
+    ("STRIPE_SECRET = \"rk_live_51H\"", "rk_live_51H", "STRIPE_SECRET = \""),
+    ('{"api_key": "live-123-abc", "name": "x"}', "live-123-abc", '"name": "x"'),
+    ("password: 'correct horse battery'", "correct horse", "password: '"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq1w2e3r4\n-----END RSA PRIVATE KEY-----\nafter",
+     "MIIEowIBAAKCAQEA7", "-----END RSA PRIVATE KEY-----\nafter"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAEbm9uZQ",  # cut short
+     "b3BlbnNzaC1rZXktdjEAAAAA", "-----BEGIN OPENSSH PRIVATE KEY-----"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), SECRETS)
+def test_each_pattern_is_redacted(text: str, secret: str, kept: str) -> None:
+    out = redact_text(text)
+    assert secret not in out and MARK in out and kept in out, out
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), SECRETS)
+def test_secrets_in_json_escaped_tool_output_are_redacted(text: str, secret: str, kept: str) -> None:
+    # Tool results are JSON text: a line break there is the two characters \ and n.
+    content = json.dumps({"output": f"first line\n{text}\nlast line", "exit_code": 0})
+    out = redact_text(content)
+    assert secret not in out and MARK in out
+    assert json.loads(out)["exit_code"] == 0, "redaction must keep the JSON valid"
+
+
+CODE = '''\
+import os
+
+api_key = os.environ["OPENAI_API_KEY"]
+client = OpenAI(api_key=api_key, max_tokens=100)
+MAX_TOKENS = 4096
+TOKEN_LIMIT=5
+token = next(tokens)
+for key, value in KEYS.items():
+    cache[key] = value
+self.password = password
+headers = {"Authorization": f"Bearer {token}"}
+SECRET_KEY=$SECRET_FROM_VAULT
+PWD=/home/me/project
+MONKEY=3
+risk-assessment-framework-version-two and desk-lamp-with-a-long-name
+"Bearer authentication" is described in RFC 6750.
+-----BEGIN CERTIFICATE-----
+MIIBszCCAVmgAwIBAgIU
+-----END CERTIFICATE-----
+def get_secret(name: str) -> str: ...
+'''
+
+
+def test_normal_code_is_not_mangled() -> None:
+    assert redact_text(CODE) == CODE
+
+
+def test_image_data_is_never_scanned() -> None:
+    data = "AKIAABCDEFGHIJKLMNOP" + "A" * 40  # base64 can spell anything
+    part = {"type": "image", "mime_type": "image/png", "data": data}
+    assert redact(part) == part
+    url = f"data:image/png;base64,{data}"
+    assert redact_text(url) == url
+    assert redact({"text": "AKIAABCDEFGHIJKLMNOP"}) == {"text": "AKIA" + MARK}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_redacts(fmt: str) -> None:
+    secret = "sk-proj-" + "Q" * 24
+    rows = [
+        {"role": "system", "content": "prompt"},
+        {"role": "user", "content": f"my key is {secret}, and DB_PASSWORD=hunter2"},
+        {"role": "assistant", "content": "", "reasoning": f"They pasted {secret}.",
+         "tool_calls": [{"id": "c1", "name": "terminal",
+                         "arguments": json.dumps({"command": f"OPENAI_API_KEY={secret} run"})}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "terminal", "status": "completed",
+         "content": json.dumps({"output": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n"
+                                          "-----END PRIVATE KEY-----\n"})},
+        {"role": "assistant", "content": f"Done; rotate {secret}."},
+    ]
+    out = export([build(rows, None, session_id="s")], fmt, ToolCatalog())
+    for leaked in ("QQQQQQQQ", "hunter2", "MIIEvQIBADANBg"):
+        assert leaked not in out, (fmt, leaked)
+    assert out.count(MARK) >= 5

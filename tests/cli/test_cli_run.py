@@ -1,0 +1,187 @@
+"""`talaria run`, in process and with `--acp` (a `talaria acp` child), as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import ROOT
+from tests.acp.test_client import agent_env, call
+from tests.cli.test_setup import read_until
+from tests.fakellm import FakeLLM
+
+TIMEOUT = 30
+
+
+def talaria(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    # A new session: no controlling terminal, so nothing can prompt on it.
+    return subprocess.run([sys.executable, "-m", "talaria.acp_server", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello world\n")
+    return root
+
+
+def edit_task(llm: FakeLLM) -> None:
+    llm.script([
+        {"text": "Reading first.", **call("read_file", path="notes.txt")},
+        call("patch", path="notes.txt", old_string="hello", new_string="goodbye"),
+        call("terminal", command="cat notes.txt"),
+        {"text": "Changed it."},
+    ])
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_run_yes_prints_text_tool_lines_and_a_summary(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
+) -> None:
+    edit_task(fake_llm)
+    result = talaria(["run", "Say goodbye", "--yes", *via], agent_env(tmp_path / "home", fake_llm), project)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:5] == ["Reading first.", "✓ Read notes.txt", "✓ Edit notes.txt", "✓ Run `cat notes.txt`",
+                         "Changed it."]
+    assert lines[-1].startswith("— end_turn: 3 tool calls (0 failed), session ")
+    assert (project / "notes.txt").read_text() == "goodbye world\n"
+    assert "Traceback" not in result.stderr and "INFO" not in result.stderr
+
+
+def test_run_acp_json_prints_session_updates(fake_llm: FakeLLM, project: Path, tmp_path: Path) -> None:
+    edit_task(fake_llm)
+    env = agent_env(tmp_path / "home", fake_llm)
+    result = talaria(["run", "Say goodbye", "--acp", "--yes", "--json"], env, project)
+    assert result.returncode == 0, result.stderr
+    lines: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines()]
+    *updates, summary = lines
+    assert summary == {"type": "summary", "stop_reason": "end_turn", "session": updates[0]["sessionId"],
+                       "tool_calls": 3, "failed_tool_calls": 0}
+    assert {u["sessionId"] for u in updates} == {summary["session"]}
+    kinds = {u["update"]["sessionUpdate"] for u in updates}
+    assert {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"} <= kinds
+    contents = [c for u in updates if u["update"]["sessionUpdate"] == "tool_call_update"
+                for c in u["update"].get("content") or ()]
+    assert any(c["type"] == "diff" for c in contents) and any(c["type"] == "terminal" for c in contents)
+
+
+def test_run_acp_without_yes_or_a_terminal_rejects_edits(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="HACKED"),
+                     {"text": "Fine, I won't."}])
+    result = talaria(["run", "Edit it", "--acp"], agent_env(tmp_path / "home", fake_llm), project)
+    assert result.returncode == 0, result.stderr
+    assert "✗ Edit notes.txt — The user rejected this tool call." in result.stdout
+    assert (project / "notes.txt").read_text() == "hello world\n"
+
+
+def test_run_acp_passes_flags_and_reports_errors(fake_llm: FakeLLM, project: Path, tmp_path: Path) -> None:
+    env = agent_env(tmp_path / "home")  # no model anywhere
+    result = talaria(["run", "hi", "--acp", "--yes"], env, project)
+    assert result.returncode == 3
+    assert "no model configured" in result.stderr and "Traceback" not in result.stderr
+
+    fake_llm.script([{"text": "In plan mode."}])
+    env = agent_env(tmp_path / "home", fake_llm, TALARIA_MODEL="openai:unused")
+    result = talaria(["run", "hi", "--acp", "--model", "openai:from-flag", "--mode", "plan"], env, project)
+    assert result.returncode == 0, result.stderr
+    assert fake_llm.requests[-1]["json"]["model"] == "from-flag"
+
+    result = talaria(["run", "hi", "--acp", "--mode", "sideways"], env, project)
+    assert result.returncode == 2 and "unknown mode" in result.stderr
+
+
+def test_run_acp_asks_on_the_terminal_and_stops_cleanly_on_ctrl_c(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path
+) -> None:
+    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="goodbye"),
+                     call("terminal", command="sleep 30"), {"text": "unreachable"}])
+    args = [sys.executable, "-m", "talaria.acp_server", "run", "Edit, then wait", "--acp"]
+    env = agent_env(tmp_path / "home", fake_llm)
+    pid, fd = pty.fork()
+    if pid == 0:  # a real terminal: the permission questions go to /dev/tty
+        os.chdir(project)
+        os.execve(sys.executable, args, env)
+    try:
+        screen = read_until(fd, b"> ")
+        assert b"Allow Edit notes.txt?" in screen and b"[y] Allow once" in screen
+        os.write(fd, b"y\n")
+        screen += read_until(fd, b"> ")
+        os.write(fd, b"y\n")
+        screen += read_until(fd, b"\n")
+        time.sleep(0.5)  # `sleep 30` is running in a terminal of ours
+        os.write(fd, b"\x03")
+        screen += read_until(fd, b"interrupted")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130, screen
+    assert b"Traceback" not in screen
+    assert (project / "notes.txt").read_text() == "goodbye world\n"
+
+
+# -- the README's "Scripting Talaria over ACP" examples, run for real ----------------------------
+
+DEMO = ROOT / "agent" / "data" / "demo"
+
+
+def readme_block(language: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Scripting Talaria over ACP", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def demo_project(tmp_path: Path) -> Path:
+    project = tmp_path / "textstats"
+    shutil.copytree(DEMO / "project", project)
+    return project
+
+
+def unittest_passes(project: Path) -> bool:
+    return subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=project,
+                          capture_output=True).returncode == 0
+
+
+def test_readme_python_example(tmp_path: Path) -> None:
+    project = demo_project(tmp_path)
+    (tmp_path / "example.py").write_text(readme_block("python"))
+    env = agent_env(tmp_path / "home", TALARIA_MODEL=f"replay:{DEMO / 'scenario.json'}")
+    result = subprocess.run([sys.executable, str(tmp_path / "example.py"), str(project)], env=env,
+                            capture_output=True, text=True, timeout=TIMEOUT, start_new_session=True)
+    assert result.returncode == 0, result.stderr
+    assert "[Edit textstats.py]" in result.stdout
+    assert result.stdout.rstrip().endswith(f"end_turn; edited: ['{project / 'textstats.py'}']")
+    assert unittest_passes(project)
+
+
+def test_readme_shell_example_with_raw_json_lines(tmp_path: Path) -> None:
+    project = demo_project(tmp_path)
+    (tmp_path / "drive.sh").write_text(readme_block("bash"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "talaria").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m talaria.acp_server "$@"\n')
+    (bin_dir / "talaria").chmod(0o755)
+    env = agent_env(tmp_path / "home", TALARIA_MODEL=f"replay:{DEMO / 'scenario.json'}",
+                    PYTHONPATH=str(ROOT))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    result = subprocess.run(["bash", str(tmp_path / "drive.sh"), str(project)], env=env,
+                            capture_output=True, text=True, timeout=TIMEOUT, start_new_session=True)
+    assert result.returncode == 0, result.stderr
+    *updates, response = result.stdout.splitlines()
+    assert json.loads(response) == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
+    assert all(json.loads(line)["method"] == "session/update" for line in updates)
+    assert unittest_passes(project)

@@ -1,0 +1,34 @@
+"""The built-in tool set: names, specs, and the size of their definitions."""
+
+from __future__ import annotations
+
+import json
+
+from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+
+# Tool definitions ride along in every request: keep them near 1,400 tokens (~4 chars each).
+MAX_DEFINITION_CHARS = 5_600
+
+
+def test_core_tools_registered_with_specs() -> None:
+    registry = load_builtin_tools()
+    specs = {s.name: s for s in registry.select(list(CORE_TOOLS))}
+    assert tuple(specs) == CORE_TOOLS
+    assert {n: (s.kind, s.parallel_safe, s.path_args) for n, s in specs.items()} == {
+        "read_file": ("read", True, ("path",)),
+        "write_file": ("edit", False, ("path",)),
+        "patch": ("edit", False, ("path",)),
+        "search_files": ("search", True, ("path",)),
+        "terminal": ("execute", False, ("workdir",)),
+        "todo": ("think", False, ()),
+        "execute_code": ("execute", False, ()),
+    }
+    assert specs["read_file"].call_title({"path": "a.py"}) == "Read a.py"
+    assert specs["terminal"].call_title({"command": "ls"}) == "Run `ls`"
+
+
+def test_definitions_are_small() -> None:
+    defs = load_builtin_tools().definitions(list(CORE_TOOLS))
+    assert len(json.dumps(defs)) <= MAX_DEFINITION_CHARS
+    for d in defs:
+        assert d["parameters"]["type"] == "object"

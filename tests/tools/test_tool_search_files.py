@@ -1,0 +1,92 @@
+"""search_files through the registry, with ripgrep and with the Python fallback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.local import search as local_search
+from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.workspace import ToolContext
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["rg", "python"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "rg":
+        if shutil.which("rg") is None:
+            pytest.skip("ripgrep not installed")
+    else:
+        monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
+    return request.param
+
+
+async def call(cwd: Path, **args: Any) -> dict[str, Any]:
+    spec = load_builtin_tools().get("search_files")
+    assert spec is not None
+    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(cwd)))
+
+
+def tree(root: Path) -> None:
+    for rel, text in {
+        "src/app.py": "import os\n\ndef run():\n    os.getcwd()  # TODO\n",
+        "src/lib/util.py": "def helper():\n    return 'TODO later'\n",
+        "README.md": "TODO: docs\n",
+        "long.txt": "TODO " + "x" * 1000 + "\n",
+        ".git/config": "TODO\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+async def test_content_matches_and_paging(tmp_path: Path, backend: str) -> None:
+    tree(tmp_path)
+    r = await call(tmp_path, pattern="TODO")
+    assert r["total"] == 4 and r["truncated"] is False and r["next_offset"] is None
+    assert [(m["path"], m["line"]) for m in r["matches"]] == [
+        ("README.md", 1),
+        ("long.txt", 1),
+        ("src/app.py", 4),
+        ("src/lib/util.py", 2),
+    ]
+    assert r["matches"][1]["text"] == "TODO " + "x" * 295 + "..."
+    page = await call(tmp_path, pattern="TODO", limit=2, offset=1)
+    assert [m["path"] for m in page["matches"]] == ["long.txt", "src/app.py"]
+    assert (page["total"], page["truncated"], page["next_offset"]) == (4, True, 3)
+
+
+async def test_scoped_path_and_glob_give_cwd_relative_paths(tmp_path: Path, backend: str) -> None:
+    tree(tmp_path)
+    r = await call(tmp_path, pattern=r"def \w+", path="src", file_glob="*.py")
+    assert [(m["path"], m["line"], m["text"]) for m in r["matches"]] == [
+        ("src/app.py", 3, "def run():"),
+        ("src/lib/util.py", 1, "def helper():"),
+    ]
+    one = await call(tmp_path, pattern="TODO", path="src/app.py")
+    assert [(m["path"], m["line"]) for m in one["matches"]] == [("src/app.py", 4)]
+    outside = await call(tmp_path / "src", pattern="TODO", path="..", file_glob="*.md")
+    assert [m["path"] for m in outside["matches"]] == [str(tmp_path / "README.md")]
+
+
+async def test_files_target(tmp_path: Path, backend: str) -> None:
+    tree(tmp_path)
+    r = await call(tmp_path, pattern="*.py", target="files")
+    assert r["matches"] == ["src/app.py", "src/lib/util.py"] and r["total"] == 2
+    assert (await call(tmp_path, pattern="util", target="files"))["matches"] == ["src/lib/util.py"]
+
+
+async def test_errors(tmp_path: Path, backend: str) -> None:
+    assert "invalid regex" in (await call(tmp_path, pattern="(oops"))["error"]
+    assert (await call(tmp_path, pattern="x", path="nope"))["error"] == "Path not found: nope"
+    assert "pattern" in (await call(tmp_path, pattern=""))["error"]
+    assert "target" in (await call(tmp_path, pattern="x", target="dirs"))["error"]

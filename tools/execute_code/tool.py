@@ -1,0 +1,136 @@
+"""`execute_code`: run a model-written Python script that calls tools, in a sandboxed kernel.
+
+Each tool call the script makes travels back over the kernel's channel and is dispatched by
+`ctx.call_tool` exactly like a direct call: its own card, the same permission checks, the same
+Workspace (so in an editor `read_file` and `patch` become `fs/*` requests). Only what the
+script prints returns to the model. A session's calls share one kernel: its place in a
+`KernelPool` is `ctx.state["kernels"]` (a front door may share one pool among its sessions),
+its settings `ctx.state["exec_settings"]`, and `ctx.state["on_close"]` stops it with the session.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import anyio
+
+from talaria.tools import patch, read_file, search_files, terminal, write_file  # noqa: F401 (specs)
+from talaria.tools.execute_code import stubs
+from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
+from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, KernelError, fingerprint
+from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
+from talaria.tools.registry import REGISTRY, tool
+from talaria.tools.workspace import ToolContext
+
+EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
+"""Tools a script may call; never execute_code itself."""
+SETTINGS_KEY = "exec_settings"
+KERNEL_KEY = "kernels"
+
+
+@functools.cache
+def stub_source(names: tuple[str, ...]) -> str:
+    return stubs.module_source(REGISTRY.select(list(names)))
+
+
+def _title(args: dict[str, Any]) -> str:
+    lines = [ln.strip() for ln in str(args.get("code", "")).splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith(("import ", "from "))), "")
+    return f"Python ({len(lines)} lines): {first[:60]}" if first else "Python script"
+
+
+@tool(
+    name="execute_code",
+    description=stubs.describe(
+        REGISTRY.select(list(EXEC_TOOLS)),
+        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python script; print() what you need"},
+            "reset": {"type": "boolean", "default": False,
+                      "description": "Start a fresh interpreter first"},
+        },
+        "required": ["code"],
+    },
+    kind="execute",
+    title=_title,
+)
+async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    code = args.get("code")
+    if not isinstance(code, str) or not code.strip():
+        return {"error": "code must be a non-empty Python script"}
+    if ctx.call_tool is None:
+        return {"error": "execute_code cannot dispatch tool calls here"}
+    settings: ExecSettings = ctx.state.get(SETTINGS_KEY) or ExecSettings()
+    slot = session_kernel(ctx, settings)
+    if args.get("reset"):
+        slot.discard(None)
+    env = dict(os.environ)
+    try:
+        kernel, fresh, ended = await slot.acquire(
+            fingerprint(settings, ctx.cwd, env),
+            lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
+    except KernelError as exc:
+        return {"error": f"could not start the Python kernel: {exc}"}
+    spill = settings.cache() / f"{kernel.tag}-{kernel.cells + 1}.out"
+    try:
+        cell = await kernel.run(code, settings, ctx.call_tool, frozenset(EXEC_TOOLS), spill)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):  # the turn was cancelled: the script dies too
+            await slot.stop("it was killed when a turn was cancelled", CANCEL_GRACE_S)
+        raise
+    if cell.status in ("timeout", "interrupted"):
+        slot.discard(None)  # already dead; this result says so
+    return result(cell, kernel, settings, fresh=fresh, ended=ended)
+
+
+def session_kernel(ctx: ToolContext, settings: ExecSettings) -> SessionKernel:
+    """The session's kernel slot: in its own pool unless a front door put one (of a pool
+    shared by its sessions) in the state. It is stopped when the session closes."""
+    slot = ctx.state.get(KERNEL_KEY)
+    if slot is None:
+        pool = KernelPool(settings.max_kernels, settings.idle_s)
+        slot = ctx.state[KERNEL_KEY] = pool.session(ctx.session_id)
+    on_close = ctx.state.setdefault("on_close", {})
+    if "execute_code" not in on_close:  # the session's first script
+        on_close["execute_code"] = slot.close
+        prune_cache(settings.cache())
+    return slot
+
+
+def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,
+           ended: str | None) -> dict[str, Any]:
+    output, omitted = cell.stdout.result()
+    out: dict[str, Any] = {
+        "status": cell.status, "output": output, "exit_code": cell.exit_code,
+        "tool_calls": cell.tool_calls, "duration_s": round(cell.duration, 3),
+        "sandbox": kernel.tier,
+    }
+    if omitted:
+        out.update(stdout_bytes=cell.stdout.total, omitted_bytes=omitted)
+        if cell.stdout.spilled:
+            out["output_path"] = str(cell.stdout.spilled)
+    if cell.status != "success":
+        stderr, stderr_omitted = cell.stderr.result()
+        out["stderr"] = stderr
+        if stderr_omitted:
+            out["stderr_omitted_bytes"] = stderr_omitted
+        out["error"] = _error(cell, settings)
+    if fresh:
+        out["kernel"] = "new" + (f": the previous one ended because {ended}" if ended else "")
+        if kernel.warnings:
+            out["warnings"] = list(kernel.warnings)
+    return out
+
+
+def _error(cell: Cell, settings: ExecSettings) -> str:
+    lost = "variables from earlier calls are gone; the next call starts a fresh interpreter"
+    if cell.status == "timeout":
+        return f"Timed out after {settings.timeout:g} s and was killed: {lost}."
+    if cell.status == "interrupted":
+        return f"The interpreter died mid-script (exit {cell.exit_code}): {lost}."
+    return f"The script failed (exit {cell.exit_code}): {cell.error or 'see stderr'}"

@@ -1,0 +1,262 @@
+"""`LocalWorkspace`: the Workspace seam on the local disk and local subprocesses.
+
+Used headless, in batch runs, and when the editor lacks a capability. Blocking file I/O runs
+in worker threads; commands run in their own process group so that a timeout or a cancelled
+turn kills everything they started (a `sleep 100 &` must not outlive its tool call).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from talaria.tools.local import search as local_search
+from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+
+MAX_READ_BYTES = 10 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+HEAD_SHARE = 0.4
+"""Share of `output_limit` kept from the start of a command's output; the rest is its tail."""
+TERM_GRACE_S = 2.0
+"""Between SIGTERM and SIGKILL of a command's process group."""
+DRAIN_S = 0.5
+"""After the shell exits, how long background children may keep the pipe open."""
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class LocalWorkspace:
+    """Disk and subprocesses. `roots` defaults to `(cwd,)`; policy is the dispatcher's."""
+
+    def __init__(self, cwd: Path, roots: tuple[Path, ...] | None = None) -> None:
+        self.cwd = Path(os.path.abspath(cwd))
+        self.roots = tuple(Path(os.path.abspath(r)) for r in roots) if roots else (self.cwd,)
+
+    async def read_text(self, path: Path) -> str:
+        return await anyio.to_thread.run_sync(read_text_sync, path)
+
+    async def write_text(self, path: Path, text: str) -> None:
+        await anyio.to_thread.run_sync(write_text_sync, path, text)
+
+    async def search(
+        self,
+        pattern: str,
+        *,
+        root: Path,
+        target: str = "content",
+        file_glob: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[SearchMatch], int]:
+        found = await local_search.search(pattern, root=root, target=target, file_glob=file_glob)
+        return found[offset : offset + limit], len(found)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None = None,
+    ) -> CommandResult:
+        return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
+
+
+def read_text_sync(path: Path) -> str:
+    """UTF-8 text of a regular file (a UTF-8 BOM is dropped); refuses binary and huge files."""
+    st = os.stat(path)  # FileNotFoundError reaches the tool as is
+    if stat.S_ISDIR(st.st_mode):
+        raise WorkspaceError(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise WorkspaceError(f"{path} is not a regular file")
+    if st.st_size > MAX_READ_BYTES:
+        raise WorkspaceError(
+            f"{path} is too large ({st.st_size:,} bytes; the limit is {MAX_READ_BYTES:,})"
+        )
+    data = Path(path).read_bytes()
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise WorkspaceError(f"binary file (NUL bytes): {path}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise WorkspaceError(f"binary file (not UTF-8 at byte {exc.start}): {path}") from None
+
+
+def write_text_sync(path: Path, text: str) -> None:
+    """Atomically replace `path` (through symlinks) with UTF-8 `text`, creating parents.
+    An existing file keeps its mode and its UTF-8 BOM; a new file gets the umask default."""
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise WorkspaceError(f"{path} is a directory, not a file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+        with open(target, "rb") as f:
+            if f.read(3) == UTF8_BOM and not data.startswith(UTF8_BOM):
+                data = UTF8_BOM + data
+    except FileNotFoundError:
+        mode = None
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    # os.open with 0o666 lets the kernel apply the umask: mkstemp would leave 0600.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class _HeadTail:
+    """Keeps the first `head` and last `tail` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_max = int(limit * HEAD_SHARE)
+        self.tail_max = max(limit - self.head_max, 0)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.tail_max + 65536:  # trim rarely, not per chunk
+            del self.tail[: len(self.tail) - self.tail_max]
+
+    def result(self) -> tuple[str, int]:
+        tail = bytes(self.tail[max(0, len(self.tail) - self.tail_max) :]) if self.tail_max else b""
+        omitted = self.total - len(self.head) - len(tail)
+        if omitted <= 0:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace"), 0
+        marker = f"\n... [{omitted:,} bytes omitted] ...\n"
+        text = self.head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")
+        return text, omitted
+
+
+def _shell() -> str:
+    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the group. Zombies are skipped because
+    some container inits never reap orphans, and a zombie holds no resources."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _group_gone(proc: anyio.abc.Process, seconds: float) -> bool:
+    """Wait up to `seconds` for the shell to be reaped and its whole group to exit."""
+    with anyio.move_on_after(seconds):
+        while True:
+            if proc.returncode is None:
+                with anyio.move_on_after(0.05):
+                    await proc.wait()
+            if proc.returncode is not None and not _group_alive(proc.pid):
+                return True
+            await anyio.sleep(0.02)
+    return False
+
+
+async def _kill_group(proc: anyio.abc.Process) -> None:
+    """SIGTERM the command's process group, SIGKILL it after TERM_GRACE_S, reap the shell."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except OSError:  # group gone (or a member changed uid: nothing more we may do)
+            break
+        if await _group_gone(proc, TERM_GRACE_S):
+            break
+    with anyio.move_on_after(TERM_GRACE_S):
+        await proc.wait()
+
+
+async def run_command(
+    command: str, *, cwd: Path, timeout: float, output_limit: int
+) -> CommandResult:
+    """Run `command` with `bash -c` (else `sh -c`) in a new session, stdin from /dev/null,
+    stdout and stderr merged and capped head + tail. Leftover background children are
+    killed with the group when the shell exits, on timeout and on cancellation."""
+    out = _HeadTail(output_limit)
+    eof = anyio.Event()
+    # Shielded: a cancel landing between the fork and the `try` below would leak the process.
+    with anyio.CancelScope(shield=True):
+        proc = await anyio.open_process(
+            [_shell(), "-c", command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        try:
+            async for chunk in proc.stdout:
+                out.feed(chunk)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        eof.set()
+
+    exited = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            with anyio.move_on_after(timeout):
+                await proc.wait()
+                exited = True
+                with anyio.move_on_after(DRAIN_S):
+                    await eof.wait()
+            await _kill_group(proc)
+            with anyio.move_on_after(DRAIN_S):  # a child that left the group may hold the pipe
+                await eof.wait()
+            tg.cancel_scope.cancel()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _kill_group(proc)
+            await proc.aclose()
+        raise
+    with anyio.CancelScope(shield=True):
+        await proc.aclose()
+    output, omitted = out.result()
+    return CommandResult(
+        exit_code=proc.returncode if exited else None,
+        output=output,
+        omitted_bytes=omitted,
+        timed_out=not exited,
+    )

@@ -1,0 +1,311 @@
+"""The execute_code sandbox: confine a child process in the strongest tier this machine offers.
+
+`prepare(argv, spec)` returns the command to spawn; the caller runs it with
+`start_new_session=True` and `pass_fds` (one end of a SOCK_STREAM socketpair), then calls
+`prepared.cleanup()` once it has exited. The command starts with `tools/sandbox_launch.py`,
+which confines itself and then runs `argv`; so `preexec_fn` is always None and
+`anyio.open_process` works too. Spawn from a long-lived thread (the event loop's): the
+parent-death signal fires when the *thread* that forked exits.
+
+What each tier guarantees (tests/test_sandbox.py asserts exactly this, on every tier here):
+
+| attack                           | bubblewrap                | landlock                    | rlimits |
+|----------------------------------|---------------------------|-----------------------------|---------|
+| write outside `writable`         | no (read-only root)       | no (Landlock)               | yes     |
+| read ~/.ssh, $TALARIA_HOME, ...  | no (empty tmpfs on them)  | no (names listable; not if  | yes     |
+|                                  |                           | inside a writable dir)      |         |
+| temp files                       | private tmpfs /tmp        | TMPDIR: a private dir       | as host |
+| TCP/UDP to the host, internet    | no (own network namespace)| no (seccomp; Landlock TCP)  | yes     |
+| connect to a host Unix socket    | no (seccomp: no AF_UNIX)  | no (seccomp: no AF_UNIX)    | yes     |
+| see / signal host processes      | no (PID namespace)        | no if Landlock ABI >= 6     | yes     |
+| feed keys to a tty (TIOCSTI)     | no (seccomp)              | no (seccomp)                | yes     |
+| escape the caller's killpg       | no (PID namespace)        | no (seccomp: no setsid)     | setsid  |
+| outlive the caller (kill -9)     | no (--die-with-parent)    | no (supervisor kills group) | setsid  |
+| memory, CPU, file size, fds      | rlimits                   | rlimits                     | rlimits |
+| processes (fork bomb)            | bounded (*)               | bounded unless root         | same    |
+| capabilities, when run as root   | none                      | none                        | all     |
+
+(*) non-root: RLIMIT_NPROC, counted inside bwrap's user namespace (outside one it counts all
+the user's tasks, so the launcher allows `processes` more than exist). Root: RLIMIT_NPROC does
+not apply to uid 0 and cgroups are rarely writable, so the launcher sets the PID namespace's own
+`pid_max` (Linux >= 6.14; the kernel's floor is 301): at most max(processes, ~300) tasks.
+Without a PID namespace a root fork bomb is bounded in time only (the caller's timeout and
+killpg; seccomp keeps every process in the group). We do not switch root to `nobody`: root-owned
+project files would turn read-only and git would refuse the repository ("dubious ownership").
+Prepared.warnings says when a bound is missing.
+
+Decisions:
+- Unix sockets: `socket()` fails for every family but AF_INET/AF_INET6 (bubblewrap, or when
+  `network`), so no host socket (docker, ssh-agent, D-Bus) is reachable whatever its mode. Costs:
+  multiprocessing managers and forkserver, syslog, nscd. `socketpair()` (stream) and pipes still
+  work, so `multiprocessing.Pool` with fork does. Inherited fds always work.
+- bwrap --new-session: omitted. It would move the sandbox out of the caller's process group
+  (killpg then kills bwrap only, the rest dies a moment later through --die-with-parent, and
+  SIGTERM never reaches the command). It guards against TIOCSTI, which seccomp denies instead.
+- Root: bwrap keeps every capability for root inside (it could remount / read-write, and uid 0
+  may write most sysctls, e.g. core_pattern): the launcher makes /proc/sys read-only and drops
+  every capability, in both confining tiers.
+- RLIMIT_AS bounds address space, not RSS: runtimes that reserve big arenas (Go, the JVM) need
+  a larger `memory_bytes`. RLIMIT_CPU is per process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+from talaria.tools.sandbox import landlock as sandbox_landlock
+from talaria.tools.sandbox import seccomp as sandbox_seccomp
+
+log = logging.getLogger(__name__)
+
+TIERS = ("bubblewrap", "landlock", "rlimits")
+PYTHON = sys.executable
+"""Interpreter for the launcher; must be readable inside the sandbox."""
+LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+PACKAGE_ROOT = LAUNCHER.parents[2]
+"""talaria's own files (the kernel's child script among them): readable inside the sandbox."""
+DETECT_TIMEOUT_S = 10.0
+HIDDEN_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".config/gh", ".docker", ".kube",
+                  ".netrc", ".git-credentials")
+"""Credential stores hidden by default, relative to $HOME; plus all of $TALARIA_HOME."""
+PER_NS_PID_MAX = (6, 14)
+"""First kernel with a pid_max per PID namespace."""
+BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+
+
+class SandboxError(Exception):
+    """A forced tier is not available here, or the spec is unusable (missing writable dir)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    memory_bytes: int = 2 * 1024**3
+    """RLIMIT_AS per process."""
+    processes: int = 256
+    """Tasks (threads count) the sandbox may add; see the module docstring for root."""
+    cpu_seconds: int = 600
+    """RLIMIT_CPU per process: SIGXCPU, then SIGKILL one second later."""
+    file_size_bytes: int = 1024**3
+    """RLIMIT_FSIZE: larger writes fail with EFBIG."""
+    open_files: int = 1024
+    """RLIMIT_NOFILE."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSpec:
+    writable: tuple[Path, ...]
+    """Directories the sandbox may write (project dir, or a staging dir); must exist."""
+    network: bool = False
+    """Allow TCP/UDP to the host and the internet."""
+    limits: Limits = Limits()
+    readable_hidden: tuple[Path, ...] = ()
+    """Extra paths to hide, on top of `default_hidden()`."""
+
+
+def _noop() -> None:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    argv: list[str]
+    preexec_fn: Callable[[], None] | None
+    """Always None: the launcher in `argv` does the confining."""
+    tier: str
+    warnings: tuple[str, ...] = ()
+    cleanup: Callable[[], None] = field(default=_noop)
+    """Call once the process has exited: removes the landlock tier's private TMPDIR."""
+
+
+def default_hidden(env: dict[str, str] | None = None) -> tuple[Path, ...]:
+    """Credential stores under $HOME and $TALARIA_HOME (the same default as talaria.agent.config)."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    talaria = Path(env.get("TALARIA_HOME") or home / ".talaria").expanduser()
+    return (*(home / name for name in HIDDEN_IN_HOME), talaria)
+
+
+_tier: str | None = None
+
+
+def detect_tier(*, refresh: bool = False) -> str:
+    """The strongest tier that works here: bwrap is actually run once. Cached, logged once."""
+    global _tier
+    if _tier is None or refresh:
+        if _bwrap_works():
+            _tier = "bubblewrap"
+        elif landlock_abi() >= 1:
+            _tier = "landlock"
+        else:
+            _tier = "rlimits"
+        if _tier == "rlimits":
+            log.warning("sandbox: neither bubblewrap nor Landlock works here; "
+                        "execute_code runs with resource limits only")
+        else:
+            log.info("sandbox: %s tier", _tier)
+    return _tier
+
+
+def _bwrap_works() -> bool:
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            *BWRAP_NAMESPACES, "--unshare-net", "--die-with-parent", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=DETECT_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0:
+        log.info("sandbox: bwrap does not work here: %s", done.stderr.decode(errors="replace")[:200])
+    return done.returncode == 0
+
+
+@cache
+def landlock_abi() -> int:
+    return sandbox_landlock.abi_version()
+
+
+def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
+            pass_fds: tuple[int, ...] = ()) -> Prepared:
+    """The command that runs `argv` confined by `spec` in `tier` (default: `detect_tier()`).
+
+    `pass_fds` are the fds the caller will pass; every tier keeps them usable (bwrap does not
+    close inherited fds; seccomp restricts only new sockets).
+    """
+    tier = tier or detect_tier()
+    if tier not in TIERS:
+        raise SandboxError(f"unknown sandbox tier {tier!r}; expected one of {TIERS}")
+    if tier == "landlock" and landlock_abi() < 1:
+        raise SandboxError("Landlock is not available on this kernel")
+    if tier == "bubblewrap" and not shutil.which("bwrap"):
+        raise SandboxError("bwrap is not installed")
+    if not argv:
+        raise SandboxError("empty command")
+    if any(fd < 3 for fd in pass_fds):
+        raise SandboxError(f"pass_fds must be >= 3, got {pass_fds}")
+    writable = []
+    for path in spec.writable:
+        real = os.path.realpath(path)
+        if not os.path.isdir(real):
+            raise SandboxError(f"writable directory does not exist: {path}")
+        writable.append(real)
+    hidden = sorted({os.path.realpath(p) for p in (*default_hidden(), *spec.readable_hidden)
+                     if os.path.lexists(p)} - set(writable))
+    # The launcher's own files, should they sit under /tmp or a hidden dir (a venv in
+    # $TALARIA_HOME): bwrap binds them back read-only, Landlock grants them read.
+    runtime = {str(PACKAGE_ROOT), sys.prefix, sys.base_prefix}
+    exposed = sorted(p for p in runtime if any(_within(p, d) for d in ("/tmp", *hidden)))
+    tmpdir, cleanup = "/tmp" if tier == "bubblewrap" else None, _noop
+    if tier == "landlock":
+        tmpdir, cleanup = _private_tmp()
+    config = {"tier": tier, "limits": asdict(spec.limits), "writable": writable,
+              "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
+              "parent": None if tier == "bubblewrap" else os.getpid()}
+    launch = [PYTHON, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", *argv]
+    if tier == "bubblewrap":
+        launch = [*_bwrap_args(spec, writable, hidden, exposed), "--", *launch]
+    return Prepared(launch, None, tier, tuple(_warnings(tier, writable, hidden)), cleanup)
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _warnings(tier: str, writable: list[str], hidden: list[str]) -> list[str]:
+    if tier == "rlimits":
+        return ["sandbox: resource limits only; the script can read and write anything this "
+                "user can, and use the network"]
+    out = []
+    if not sandbox_seccomp.supported():
+        out.append(f"sandbox: no seccomp filter for {os.uname().machine}: Unix sockets open")
+    root = os.geteuid() == 0
+    if tier == "landlock":
+        if landlock_abi() < 6:
+            out.append("sandbox: Landlock ABI < 6: the script can signal this user's processes "
+                       "and reach abstract Unix sockets' names")
+        if root:
+            out.append("sandbox: running as root without a PID namespace: the process count "
+                       "is not limited (RLIMIT_NPROC does not apply to root)")
+        inside = [h for h in hidden if any(_within(h, w) for w in writable)]
+        if inside:
+            out.append(f"sandbox: Landlock cannot hide paths inside a writable dir: {inside}")
+    elif root and _kernel() < PER_NS_PID_MAX:
+        out.append("sandbox: running as root on a kernel without per-namespace pid_max: the "
+                   "process count is not limited")
+    return out
+
+
+def _kernel() -> tuple[int, int]:
+    try:
+        major, minor = os.uname().release.split(".")[:2]
+        return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+    except ValueError:
+        return (0, 0)
+
+
+def _bwrap_args(spec: SandboxSpec, writable: list[str], hidden: list[str],
+                exposed: list[str]) -> list[str]:
+    """bwrap options; mounts sorted by depth so that nested mounts land on top of outer ones
+    (a hidden dir inside the project, a writable staging dir under /tmp or a hidden dir)."""
+    mounts: list[tuple[str, list[str]]] = [("/tmp", ["--tmpfs", "/tmp"])]
+    mounts += [(w, ["--bind", w, w]) for w in writable]
+    seal = []  # read-only once the mount points of nested writable dirs exist in them
+    for h in hidden:
+        if os.path.isdir(h):
+            mounts.append((h, ["--tmpfs", h]))
+            seal += ["--remount-ro", h]
+        else:
+            mounts.append((h, ["--ro-bind", "/dev/null", h]))
+    mounts += [(path, ["--ro-bind", path, path]) for path in exposed]
+    mounts.sort(key=lambda m: m[0].rstrip("/").count("/"))
+    args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc"]
+    for _, options in mounts:
+        args += options
+    args += seal
+    args += BWRAP_NAMESPACES
+    if not spec.network:
+        args.append("--unshare-net")
+    return [*args, "--die-with-parent"]
+
+
+_tmp_root: str | None = None
+TMP_PREFIX = "talaria-sandbox-"
+
+
+def _private_tmp() -> tuple[str, Callable[[], None]]:
+    """A fresh TMPDIR for one landlock-tier process, inside a per-agent dir removed at exit
+    (and, if the agent was killed, by the next agent: the dir's name holds its pid)."""
+    global _tmp_root
+    if _tmp_root is None or not os.path.isdir(_tmp_root):
+        _prune_stale_tmp()
+        _tmp_root = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
+        atexit.register(shutil.rmtree, _tmp_root, True)
+    path = tempfile.mkdtemp(dir=_tmp_root)
+    return path, lambda: shutil.rmtree(path, ignore_errors=True)
+
+
+def _prune_stale_tmp() -> None:
+    base = Path(tempfile.gettempdir())
+    for entry in base.glob(f"{TMP_PREFIX}*-*"):
+        pid = entry.name[len(TMP_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or entry.lstat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
