@@ -70,8 +70,9 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     return PlannedCall(call.id, call.name, args, spec, paths)
 
 
-async def run_tool_calls(session: Session, calls: list[ToolCallRequest], emit: Emit) -> None:
+async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None:
     """Run the calls and append their results to the session, in the model's order."""
+    emit = session.door.emit
     planned = [plan_call(session, call) for call in calls]
     for p in planned:
         await emit(started_event(p))
@@ -107,8 +108,8 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     await emit(ToolCallUpdated(p.id, status="in_progress"))
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
-        state=session.state, report=_reporter(p.id, emit),
-        call_tool=lambda name, args: call_nested(session, name, args, emit),
+        state=session.tool_state, report=_reporter(p.id, emit),
+        call_tool=lambda name, args: call_nested(session, name, args),
     )
     try:
         return await p.spec.handler(p.args, ctx)
@@ -125,12 +126,10 @@ def _command_text(p: PlannedCall) -> str | None:
     return text if isinstance(text, str) else None
 
 
-_nested_ids = iter(range(1, 1 << 62))
-
-
-async def call_nested(session: Session, name: str, args: dict[str, Any], emit: Emit) -> dict[str, Any]:
+async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """A tool call made from inside another tool (execute_code): same cards, same checks."""
-    call = ToolCallRequest(f"nested_{next(_nested_ids)}", name, json.dumps(args))
+    emit = session.door.emit
+    call = ToolCallRequest(session.nested_call_id(), name, json.dumps(args))
     p = plan_call(session, call)
     await emit(started_event(p))
     result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}

@@ -4,8 +4,8 @@ Each tool call the script makes travels back over the kernel's channel and is di
 `ctx.call_tool` exactly like a direct call: its own card, the same permission checks, the same
 Workspace (so in an editor `read_file` and `patch` become `fs/*` requests). Only what the
 script prints returns to the model. A session's calls share one kernel: its place in a
-`KernelPool` is `ctx.state["kernels"]` (a front door may share one pool among its sessions),
-its settings `ctx.state["exec_settings"]`, and `ctx.state["on_close"]` stops it with the session.
+`KernelPool` is `ctx.state.kernel` (the pool, `ctx.state.kernels`, may be shared by a front
+door's sessions), its settings `ctx.state.exec_settings`; it stops when the session closes.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from talaria.tools.workspace import ToolContext
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools a script may call; never execute_code itself."""
-SETTINGS_KEY = "exec_settings"
-KERNEL_KEY = "kernels"
 
 
 @functools.cache
@@ -65,7 +63,7 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": "code must be a non-empty Python script"}
     if ctx.call_tool is None:
         return {"error": "execute_code cannot dispatch tool calls here"}
-    settings: ExecSettings = ctx.state.get(SETTINGS_KEY) or ExecSettings()
+    settings = ctx.state.exec_settings
     slot = session_kernel(ctx, settings)
     if args.get("reset"):
         slot.discard(None)
@@ -89,17 +87,16 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
 
 
 def session_kernel(ctx: ToolContext, settings: ExecSettings) -> SessionKernel:
-    """The session's kernel slot: in its own pool unless a front door put one (of a pool
-    shared by its sessions) in the state. It is stopped when the session closes."""
-    slot = ctx.state.get(KERNEL_KEY)
-    if slot is None:
-        pool = KernelPool(settings.max_kernels, settings.idle_s)
-        slot = ctx.state[KERNEL_KEY] = pool.session(ctx.session_id)
-    on_close = ctx.state.setdefault("on_close", {})
-    if "execute_code" not in on_close:  # the session's first script
-        on_close["execute_code"] = slot.close
+    """The session's kernel slot, made at its first script: in the pool the session was given,
+    else in one of its own. It is stopped when the session closes."""
+    state = ctx.state
+    if state.kernel is None:
+        if state.kernels is None:
+            state.kernels = KernelPool(settings.max_kernels, settings.idle_s)
+        state.kernel = state.kernels.session(ctx.session_id)
+        state.cleanups["execute_code"] = state.kernel.close
         prune_cache(settings.cache())
-    return slot
+    return state.kernel
 
 
 def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,

@@ -129,7 +129,7 @@ def test_config_fields_and_session_settings(fake_llm, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="exec_mode"):
         load_config(env={"TALARIA_HOME": str(home)})
     session = make_session(fake_llm, tmp_path, exec_timeout=7, exec_mode="strict")
-    settings = session.state["exec_settings"]
+    settings = session.tool_state.exec_settings
     assert (settings.mode, settings.timeout) == ("strict", 7.0)
     assert settings.cache() == tmp_path / ".home" / "cache" / "exec"
     assert json.loads(json.dumps(session.tool_definitions()))  # still plain JSON
