@@ -65,8 +65,8 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
         for name in spec.path_args
         if isinstance(args.get(name), str) and args[name]
     )
-    if not paths and spec.path_args and spec.kind in ("search", "execute"):
-        paths = (session.cwd,)  # search_files / terminal default to the project root
+    if not paths and spec.default_path:
+        paths = (session.cwd,)
     return PlannedCall(call.id, call.name, args, spec, paths)
 
 
@@ -101,7 +101,7 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         return {"error": p.error or f"Unknown tool {p.name!r}"}
     refusal = await session.permissions.check(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
-        paths=p.paths, command=_command_text(p) if p.spec.kind == "execute" else None,
+        paths=p.paths, command=p.spec.command(p.args),
     )
     if refusal:
         return {"error": refusal, "rejected": True}
@@ -118,12 +118,6 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
         log.exception("tool %s crashed", p.name)
         return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
-
-
-def _command_text(p: PlannedCall) -> str | None:
-    """What an execute-kind call will run: a shell command or an execute_code script."""
-    text = p.args.get("command", p.args.get("code"))
-    return text if isinstance(text, str) else None
 
 
 async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -209,7 +203,7 @@ def batches(planned: list[PlannedCall]) -> list[list[PlannedCall]]:
             ok, mode = True, "none"
         elif spec.parallel_safe:
             ok, mode = not _overlap(p.paths, writes), "read"
-        elif spec.path_args and p.paths and spec.kind not in ("execute",):
+        elif spec.path_args and p.paths and not spec.exclusive:
             ok, mode = not _overlap(p.paths, writes + reads), "write"
         else:
             ok, mode = False, "alone"

@@ -36,6 +36,7 @@ MAX_TEXT_CHARS = 300
     kind="search",
     parallel_safe=True,
     path_args=("path",),
+    default_path=True,
     title=lambda a: f"Search {a['pattern']!r} in {a.get('path') or '.'}",
 )
 async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

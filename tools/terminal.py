@@ -35,6 +35,9 @@ MAX_TIMEOUT = 600
     },
     kind="execute",
     path_args=("workdir",),
+    default_path=True,
+    command_arg="command",
+    exclusive=True,
     title=lambda a: f"Run `{a['command'][:80]}`",
 )
 async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

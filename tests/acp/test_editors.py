@@ -98,10 +98,8 @@ ci.sh): its files are not launch configurations."""
 
 
 def _in_extension(path: Path) -> bool:
-    if not path.is_relative_to(EXTENSION) or path.parent == EXTENSION and path.name in (
-            "settings.json", "README.md"):
-        return False
-    return True
+    kept = path.parent == EXTENSION and path.name in ("settings.json", "README.md")
+    return path.is_relative_to(EXTENSION) and not kept
 
 
 def code_of(path: Path, *, line_comment: str) -> str:

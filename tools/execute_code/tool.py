@@ -16,12 +16,11 @@ from typing import Any
 
 import anyio
 
-from talaria.tools import patch, read_file, search_files, terminal, write_file  # noqa: F401 (specs)
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
 from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, KernelError, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
-from talaria.tools.registry import REGISTRY, tool
+from talaria.tools.registry import REGISTRY, ToolSpec, tool
 from talaria.tools.workspace import ToolContext
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
@@ -30,7 +29,24 @@ EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 
 @functools.cache
 def stub_source(names: tuple[str, ...]) -> str:
-    return stubs.module_source(REGISTRY.select(list(names)))
+    return stubs.module_source(_specs(names))
+
+
+@functools.cache
+def _description() -> str:
+    return stubs.describe(
+        _specs(EXEC_TOOLS),
+        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
+    )
+
+
+def _specs(names: tuple[str, ...]) -> list[ToolSpec]:
+    """The specs of the tools scripts may call; `tools.builtin` registers them all."""
+    specs = REGISTRY.select(list(names))
+    missing = set(names) - {s.name for s in specs}
+    if missing:
+        raise LookupError(f"execute_code: tools not registered: {', '.join(sorted(missing))}")
+    return specs
 
 
 def _title(args: dict[str, Any]) -> str:
@@ -41,10 +57,7 @@ def _title(args: dict[str, Any]) -> str:
 
 @tool(
     name="execute_code",
-    description=stubs.describe(
-        REGISTRY.select(list(EXEC_TOOLS)),
-        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
-    ),
+    description=_description,
     parameters={
         "type": "object",
         "properties": {
@@ -55,6 +68,8 @@ def _title(args: dict[str, Any]) -> str:
         "required": ["code"],
     },
     kind="execute",
+    command_arg="code",
+    exclusive=True,
     title=_title,
 )
 async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def test_project_interpreter_from_virtual_env(fake_llm, tmp_path: Path, monkeypa
 
 def test_stubs_and_description_come_from_the_tool_specs() -> None:
     specs = REGISTRY.select(list(EXEC_TOOLS))
-    description = REGISTRY.get("execute_code").description
+    description = REGISTRY.get("execute_code").text()
     for spec in specs:
         assert signature(spec) in description
     assert "read_file(path: str, offset: int = 1, limit: int = 500) -> dict" in description
