@@ -26,6 +26,7 @@ from talaria.agent.events import (
 )
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.tools.errors import ToolError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import ToolSpec
 from talaria.tools.workspace import ToolContext
@@ -111,13 +112,20 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         state=session.tool_state, report=_reporter(p.id, emit),
         call_tool=lambda name, args: call_nested(session, name, args),
     )
+    return await invoke(p.spec, p.args, ctx)
+
+
+async def invoke(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run a tool's handler; its failures become results (the one place, see tools.errors)."""
     try:
-        return await p.spec.handler(p.args, ctx)
+        return await spec.handler(args, ctx)
     except anyio.get_cancelled_exc_class():
         raise
+    except (ToolError, OSError) as exc:  # expected failures: the message is for the model
+        return {"error": str(exc)}
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
-        log.exception("tool %s crashed", p.name)
-        return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
+        log.exception("tool %s crashed", spec.name)
+        return {"error": f"{spec.name} failed: {type(exc).__name__}: {exc}"}
 
 
 async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:

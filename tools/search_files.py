@@ -6,7 +6,7 @@ from typing import Any
 
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import ToolContext
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -59,7 +59,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         )
     except FileNotFoundError:
         return {"error": f"Path not found: {raw}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     matches: list[Any] = []
     for m in found:

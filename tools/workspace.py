@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from talaria.tools.errors import WorkspaceError
 from talaria.tools.state import ToolState
 
-
-class WorkspaceError(Exception):
-    """A workspace operation failed in a way the model should see (missing file, binary...)."""
+__all__ = ["CommandResult", "SearchMatch", "ToolContext", "Workspace", "WorkspaceError"]
 
 
 @dataclass(frozen=True, slots=True)

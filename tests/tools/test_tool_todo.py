@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.workspace import ToolContext
@@ -34,7 +35,7 @@ def ctx(tmp_path: Any, reports: list[dict[str, Any]]) -> ToolContext:
 async def todo(ctx: ToolContext, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("todo")
     assert spec is not None
-    return await spec.handler(args, ctx)
+    return await invoke(spec, args, ctx)
 
 
 async def test_replace_then_merge(ctx: ToolContext, reports: list[dict[str, Any]]) -> None:

@@ -18,7 +18,7 @@ import anyio
 
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
-from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, KernelError, fingerprint
+from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
 from talaria.tools.registry import REGISTRY, ToolSpec, tool
 from talaria.tools.workspace import ToolContext
@@ -83,12 +83,9 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
-    try:
-        kernel, fresh, ended = await slot.acquire(
-            fingerprint(settings, ctx.cwd, env),
-            lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
-    except KernelError as exc:
-        return {"error": f"could not start the Python kernel: {exc}"}
+    kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
+        fingerprint(settings, ctx.cwd, env),
+        lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
     spill = settings.cache() / f"{kernel.tag}-{kernel.cells + 1}.out"
     try:
         cell = await kernel.run(code, settings, ctx.call_tool, frozenset(EXEC_TOOLS), spill)
