@@ -42,18 +42,9 @@ class EditorWorkspace:
     async def read_text(self, path: Path) -> str:
         if not self.can_read:
             return await self.local.read_text(path)
-        try:
-            result = await self.peer.request(
-                "fs/read_text_file", {"sessionId": self.session_id, "path": str(path)},
-                timeout=FS_TIMEOUT,
-            )
-        except RpcError as exc:
-            if exc.code == NOT_FOUND or not path.exists():
-                raise FileNotFoundError(str(path)) from None
-            raise WorkspaceError(f"the editor could not read {path}: {exc.message}") from None
-        except PeerError as exc:
-            raise WorkspaceError(f"the editor did not answer the read of {path}: {exc}") from None
-        content = (result or {}).get("content")
+        result = await self._request("fs/read_text_file", {"path": str(path)}, FS_TIMEOUT,
+                                     reading=path)
+        content = result.get("content")
         if not isinstance(content, str):
             raise WorkspaceError(f"the editor returned no text for {path}")
         # Some clients (CodeCompanion) answer "" for a missing file instead of an error.
@@ -66,16 +57,7 @@ class EditorWorkspace:
     async def write_text(self, path: Path, text: str) -> None:
         if not self.can_write:
             return await self.local.write_text(path, text)
-        try:
-            await self.peer.request(
-                "fs/write_text_file",
-                {"sessionId": self.session_id, "path": str(path), "content": text},
-                timeout=FS_TIMEOUT,
-            )
-        except RpcError as exc:
-            raise WorkspaceError(f"the editor could not write {path}: {exc.message}") from None
-        except PeerError as exc:
-            raise WorkspaceError(f"the editor did not answer the write of {path}: {exc}") from None
+        await self._request("fs/write_text_file", {"path": str(path), "content": text}, FS_TIMEOUT)
 
     async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
         return await self.local.search(pattern, **kwargs)
@@ -109,10 +91,8 @@ class EditorWorkspace:
                 await on_terminal(terminal_id)
             exit_status: dict[str, Any] | None = None
             with anyio.move_on_after(timeout):
-                exit_status = await self.peer.request(
-                    "terminal/wait_for_exit",
-                    {"sessionId": self.session_id, "terminalId": terminal_id}, timeout=None,
-                )
+                exit_status = await self._request(
+                    "terminal/wait_for_exit", {"terminalId": terminal_id}, None)
             if exit_status is None:
                 await self._call("terminal/kill", {"terminalId": terminal_id})
             output = await self._call("terminal/output", {"terminalId": terminal_id})
@@ -133,12 +113,19 @@ class EditorWorkspace:
         )
 
     async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._request(method, params, TERMINAL_CALL_TIMEOUT)
+
+    async def _request(self, method: str, params: dict[str, Any], timeout: float | None,
+                       *, reading: Path | None = None) -> dict[str, Any]:
+        """The editor's answer (`{}` for a null result). The one place where the editor's
+        failures become WorkspaceError, or FileNotFoundError for a missing file being read."""
         try:
             result = await self.peer.request(
-                method, {"sessionId": self.session_id, **params}, timeout=TERMINAL_CALL_TIMEOUT
-            )
+                method, {"sessionId": self.session_id, **params}, timeout=timeout)
         except RpcError as exc:
+            if reading is not None and (exc.code == NOT_FOUND or not reading.exists()):
+                raise FileNotFoundError(str(reading)) from None
             raise WorkspaceError(f"the editor's {method} failed: {exc.message}") from None
         except PeerError as exc:
             raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
-        return result or {}
+        return result if isinstance(result, dict) else {}

@@ -40,6 +40,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from talaria.tools.errors import TalariaError
+
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
@@ -109,7 +111,7 @@ class RpcError(Exception):
         return error
 
 
-class PeerError(Exception):
+class PeerError(TalariaError):
     """A request to the other side did not get an answer."""
 
 

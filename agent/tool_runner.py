@@ -26,6 +26,7 @@ from talaria.agent.events import (
 )
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.tools.errors import ToolError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import ToolSpec
 from talaria.tools.workspace import ToolContext
@@ -65,13 +66,14 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
         for name in spec.path_args
         if isinstance(args.get(name), str) and args[name]
     )
-    if not paths and spec.path_args and spec.kind in ("search", "execute"):
-        paths = (session.cwd,)  # search_files / terminal default to the project root
+    if not paths and spec.default_path:
+        paths = (session.cwd,)
     return PlannedCall(call.id, call.name, args, spec, paths)
 
 
-async def run_tool_calls(session: Session, calls: list[ToolCallRequest], emit: Emit) -> None:
+async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None:
     """Run the calls and append their results to the session, in the model's order."""
+    emit = session.door.emit
     planned = [plan_call(session, call) for call in calls]
     for p in planned:
         await emit(started_event(p))
@@ -100,37 +102,36 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         return {"error": p.error or f"Unknown tool {p.name!r}"}
     refusal = await session.permissions.check(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
-        paths=p.paths, command=_command_text(p) if p.spec.kind == "execute" else None,
+        paths=p.paths, command=p.spec.command(p.args),
     )
     if refusal:
         return {"error": refusal, "rejected": True}
     await emit(ToolCallUpdated(p.id, status="in_progress"))
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
-        state=session.state, report=_reporter(p.id, emit),
-        call_tool=lambda name, args: call_nested(session, name, args, emit),
+        state=session.tool_state, report=_reporter(p.id, emit),
+        call_tool=lambda name, args: call_nested(session, name, args),
     )
+    return await invoke(p.spec, p.args, ctx)
+
+
+async def invoke(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run a tool's handler; its failures become results (the one place, see tools.errors)."""
     try:
-        return await p.spec.handler(p.args, ctx)
+        return await spec.handler(args, ctx)
     except anyio.get_cancelled_exc_class():
         raise
+    except (ToolError, OSError) as exc:  # expected failures: the message is for the model
+        return {"error": str(exc)}
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
-        log.exception("tool %s crashed", p.name)
-        return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
+        log.exception("tool %s crashed", spec.name)
+        return {"error": f"{spec.name} failed: {type(exc).__name__}: {exc}"}
 
 
-def _command_text(p: PlannedCall) -> str | None:
-    """What an execute-kind call will run: a shell command or an execute_code script."""
-    text = p.args.get("command", p.args.get("code"))
-    return text if isinstance(text, str) else None
-
-
-_nested_ids = iter(range(1, 1 << 62))
-
-
-async def call_nested(session: Session, name: str, args: dict[str, Any], emit: Emit) -> dict[str, Any]:
+async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """A tool call made from inside another tool (execute_code): same cards, same checks."""
-    call = ToolCallRequest(f"nested_{next(_nested_ids)}", name, json.dumps(args))
+    emit = session.door.emit
+    call = ToolCallRequest(session.nested_call_id(), name, json.dumps(args))
     p = plan_call(session, call)
     await emit(started_event(p))
     result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}
@@ -210,7 +211,7 @@ def batches(planned: list[PlannedCall]) -> list[list[PlannedCall]]:
             ok, mode = True, "none"
         elif spec.parallel_safe:
             ok, mode = not _overlap(p.paths, writes), "read"
-        elif spec.path_args and p.paths and spec.kind not in ("execute",):
+        elif spec.path_args and p.paths and not spec.exclusive:
             ok, mode = not _overlap(p.paths, writes + reads), "write"
         else:
             ok, mode = False, "alone"

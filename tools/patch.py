@@ -16,7 +16,7 @@ from typing import Any
 from talaria.tools.paths import display, resolve
 from talaria.tools.read_file import split_lines
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import ToolContext
 from talaria.tools.write_file import newline_of, with_newline
 
 MAX_DIFF_CHARS = 20_000
@@ -185,7 +185,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"error": f"File not found: {raw}"}
     except PatchError as exc:
         return {"error": f"{raw}: {exc}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     shown = display(path, ctx.cwd)
     out: dict[str, Any] = {

@@ -91,7 +91,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if raw and (similar := await similar_files(ctx, resolve(raw, ctx.cwd))):
             result["similar"] = similar
         return result
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     lines = split_lines(text)
     total = len(lines)

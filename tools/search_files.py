@@ -6,7 +6,7 @@ from typing import Any
 
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import ToolContext
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -36,6 +36,7 @@ MAX_TEXT_CHARS = 300
     kind="search",
     parallel_safe=True,
     path_args=("path",),
+    default_path=True,
     title=lambda a: f"Search {a['pattern']!r} in {a.get('path') or '.'}",
 )
 async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -58,7 +59,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         )
     except FileNotFoundError:
         return {"error": f"Path not found: {raw}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     matches: list[Any] = []
     for m in found:

@@ -6,7 +6,7 @@ from typing import Any
 
 from talaria.tools.paths import resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import ToolContext
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""
@@ -35,6 +35,9 @@ MAX_TIMEOUT = 600
     },
     kind="execute",
     path_args=("workdir",),
+    default_path=True,
+    command_arg="command",
+    exclusive=True,
     title=lambda a: f"Run `{a['command'][:80]}`",
 )
 async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -58,7 +61,7 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         )
     except FileNotFoundError:
         return {"error": f"Working directory not found: {workdir}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     out: dict[str, Any] = {
         "exit_code": result.exit_code,

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from talaria.tools.errors import WorkspaceError
+from talaria.tools.state import ToolState
 
-class WorkspaceError(Exception):
-    """A workspace operation failed in a way the model should see (missing file, binary...)."""
+__all__ = ["CommandResult", "SearchMatch", "ToolContext", "Workspace", "WorkspaceError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +87,8 @@ class ToolContext:
     workspace: Workspace
     session_id: str = ""
     tool_call_id: str = ""
-    state: dict[str, Any] = field(default_factory=dict)
-    """Per-session tool state (todo list, execute_code kernel...)."""
+    state: ToolState = field(default_factory=ToolState)
+    """The session's tool state (todo list, execute_code kernel...)."""
     report: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     """Send an intermediate update of this call to the front door, e.g.
     {"terminal_id": "..."} or {"plan": [...]}."""

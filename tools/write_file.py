@@ -59,7 +59,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if old is not None and "\n" in content:
             content = with_newline(content, newline_of(old))
         await ctx.workspace.write_text(path, content)
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     return {
         "path": display(path, ctx.cwd),

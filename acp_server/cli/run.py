@@ -111,26 +111,21 @@ async def run_task(
 ) -> tuple[str, str, Path]:
     """Run one prompt; returns (stop reason, session id, sessions.db path)."""
     from talaria.agent.config import load_config
+    from talaria.agent.door import LocalDoor
+    from talaria.agent.loop import run_turn
     from talaria.agent.runtime import make_provider, new_session, open_store
     from talaria.tools.local.workspace import LocalWorkspace
 
     config = load_config(flags)
     store = open_store(config)
     try:
-        session = new_session(
-            config, cwd=cwd, workspace=LocalWorkspace(cwd), provider=make_provider(config),
-            store=store, asker=ask_on_terminal, mode="bypass" if yes else None,
-        )
-        reason = await _turn(session, prompt, view)
+        door = LocalDoor(LocalWorkspace(cwd), on_event=view, asker=ask_on_terminal)
+        session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
+                              store=store, mode="bypass" if yes else None)
+        reason = await run_turn(session, prompt)
         return reason, session.id, store.path
     finally:
         store.close()
-
-
-async def _turn(session: Any, prompt: str, view: TerminalView) -> str:
-    from talaria.agent.loop import run_turn
-
-    return await run_turn(session, prompt, view)
 
 
 def child_env(**overrides: str) -> dict[str, str]:

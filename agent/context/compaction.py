@@ -23,7 +23,7 @@ import anyio
 
 from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
-from talaria.agent.events import Compacted, Emit
+from talaria.agent.events import Compacted
 from talaria.agent.providers.base import Message, Provider, TextDelta, call_arguments
 from talaria.agent.session import Session
 
@@ -202,12 +202,12 @@ async def compact(
 
 
 def summarizer_for(session: Session) -> Summarizer:
-    return session.state.get("summarizer") or ProviderSummarizer(session.provider)
+    return session.summarizer or ProviderSummarizer(session.provider)
 
 
 async def compact_session(
-    session: Session, emit: Emit | None = None, *, focus: str | None = None,
-    force_summary: bool = False, reason: str = "manual",
+    session: Session, *, focus: str | None = None, force_summary: bool = False,
+    reason: str = "manual",
 ) -> Compaction:
     """Compact the live context, save the snapshot and the event, tell the front door."""
     window = session.context_window
@@ -221,11 +221,11 @@ async def compact_session(
     if result.progress:
         session.messages = result.messages
         session.last_usage = result.after
-        session.state.pop("_token_mark", None)
+        session.token_mark = None
         if session.store is not None:
             session.store.save_context(session.id, result.messages)
     else:
-        session.state["compaction_stalled_at"] = len(session.messages)
+        session.compaction_stalled_at = len(session.messages)
     if session.store is not None:
         session.store.append(session.id, {
             "role": "event", "type": "compaction", "id": result.id, "reason": reason,
@@ -233,9 +233,10 @@ async def compact_session(
             "applied": result.progress, "fallback": result.fallback, "error": result.error,
             "dropped": list(result.dropped), "summary": result.summary,
         })
-    if emit is not None:
-        await emit(Compacted(result.id, result.before, result.after, result.stage, result.progress,
-                             result.summary, result.fallback, result.error))
+    await session.door.emit(Compacted(
+        result.id, result.before, result.after, result.stage, result.progress, result.summary,
+        result.fallback, result.error,
+    ))
     return result
 
 
@@ -243,7 +244,7 @@ def needs_compaction(session: Session, used: int, threshold: float = TRIGGER_SHA
     if used < session.context_window * threshold:
         return False
     # No loop: after a compaction that made no progress, wait for the context to change.
-    return session.state.get("compaction_stalled_at") != len(session.messages)
+    return session.compaction_stalled_at != len(session.messages)
 
 
 def describe(result: Compaction) -> str:

@@ -17,8 +17,10 @@
 
 from __future__ import annotations
 
+from talaria.tools.errors import TalariaError
 
-class ProviderError(Exception):
+
+class ProviderError(TalariaError):
     retryable = False
     kind = "error"
     hint = ""

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.workspace import ToolContext
@@ -22,7 +23,7 @@ def anyio_backend() -> str:
 async def call(tmp_path: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("patch")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(tmp_path)))
 
 
 SOURCE = """\

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local import search as local_search
 from talaria.tools.local.workspace import LocalWorkspace
@@ -34,7 +35,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 async def call(cwd: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("search_files")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(cwd)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(cwd)))
 
 
 def tree(root: Path) -> None:

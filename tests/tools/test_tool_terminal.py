@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools import terminal
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
@@ -24,7 +25,7 @@ def anyio_backend() -> str:
 async def call(ws: LocalWorkspace, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("terminal")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=ws))
+    return await invoke(spec, args, ToolContext(workspace=ws))
 
 
 class EditorLike(LocalWorkspace):
@@ -80,7 +81,7 @@ async def test_workdir_timeout_clamp_and_terminal_id(tmp_path: Path) -> None:
 
     spec = load_builtin_tools().get("terminal")
     assert spec is not None
-    r = await spec.handler(
+    r = await invoke(spec,
         {"command": "pwd", "workdir": "sub", "timeout": 99_999},
         ToolContext(workspace=ws, report=report),
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.workspace import ToolContext
@@ -24,7 +25,7 @@ def anyio_backend() -> str:
 async def call(tmp_path: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("write_file")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(tmp_path)))
 
 
 async def test_new_file_with_parents(tmp_path: Path) -> None:

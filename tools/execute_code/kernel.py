@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 
+from talaria.tools.errors import KernelError
 from talaria.tools.execute_code.env import ExecSettings, interpreter, scrub_env
 from talaria.tools.execute_code.output import Capture, PipeReader
 
@@ -47,10 +48,6 @@ def fingerprint(settings: ExecSettings, cwd: Path, env: dict[str, str]) -> tuple
     """What a kernel is started with; when it changes, the session needs a new kernel."""
     return (settings.mode, str(cwd), env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"),
             settings.env_passthrough, settings.tier)
-
-
-class KernelError(Exception):
-    """The kernel could not be started (no interpreter, sandbox failure, bad directory)."""
 
 
 @dataclass(slots=True)
@@ -121,7 +118,7 @@ class Kernel:
         except (OSError, ValueError, subprocess.SubprocessError, SandboxError) as exc:
             parent.close()
             shutil.rmtree(scratch, ignore_errors=True)
-            raise KernelError(f"{type(exc).__name__}: {exc}") from exc
+            raise KernelError(f"could not start the Python kernel: {type(exc).__name__}: {exc}") from exc
         finally:
             child.close()
         parent.setblocking(False)

@@ -64,6 +64,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
+from talaria.tools.errors import SandboxError
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
 
@@ -82,10 +83,6 @@ HIDDEN_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".config/gh", ".do
 PER_NS_PID_MAX = (6, 14)
 """First kernel with a pid_max per PID namespace."""
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
-
-
-class SandboxError(Exception):
-    """A forced tier is not available here, or the spec is unusable (missing writable dir)."""
 
 
 @dataclass(frozen=True, slots=True)

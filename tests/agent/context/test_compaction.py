@@ -14,7 +14,7 @@ from talaria.agent.context.compaction import boundaries, compact, compact_sessio
 from talaria.agent.context.stage1 import one_line, shrink_arguments, stage1
 from talaria.agent.loop import run_turn
 from talaria.agent.store import Store
-from tests.helpers import Recorder, assert_pairs_complete, make_session
+from tests.helpers import assert_pairs_complete, make_session, recorded
 
 WINDOW = 200_000
 
@@ -137,12 +137,12 @@ def test_summary_failure_uses_a_marked_fallback(big, how: str, monkeypatch) -> N
 def test_no_progress_guard(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, store=Store(tmp_path / "s.db"))
     session.append({"role": "user", "content": "short task"})
-    session.state["summarizer"] = TemplateSummarizer()
-    events = Recorder()
-    result = anyio.run(lambda: compact_session(session, events, force_summary=True))
+    session.summarizer = TemplateSummarizer()
+    events = recorded(session)
+    result = anyio.run(lambda: compact_session(session, force_summary=True))
     assert not result.progress
     assert events.of("Compacted")[0].applied is False
-    assert session.state["compaction_stalled_at"] == len(session.messages)
+    assert session.compaction_stalled_at == len(session.messages)
     assert not comp.needs_compaction(session, used=10**9), "no loop until the context changes"
     assert "stopped" in comp.describe(result)
 
@@ -153,8 +153,8 @@ def test_auto_compaction_and_snapshot_survive_restore(fake_llm, tmp_path: Path, 
     for message in big[1:]:
         session.append(message)
     fake_llm.script([{"text": "carrying on"}])
-    events = Recorder()
-    assert anyio.run(run_turn, session, "go on", events) == "end_turn"
+    events = recorded(session)
+    assert anyio.run(run_turn, session, "go on") == "end_turn"
     [done] = events.of("Compacted")
     assert done.applied and done.after < done.before
     sent = fake_llm.requests[-1]["json"]["messages"]
@@ -177,11 +177,11 @@ def test_overflow_compacts_then_retries_once(fake_llm, tmp_path: Path, big) -> N
         {"text": "## Goal\nfix refunds\n## Open work\n- tests"},   # the summary call
         {"text": "retried fine"},
     ])
-    events = Recorder()
-    assert anyio.run(run_turn, session, "continue", events) == "end_turn"
+    events = recorded(session)
+    assert anyio.run(run_turn, session, "continue") == "end_turn"
     assert session.messages[-1]["content"] == "retried fine"
     assert events.of("Compacted")[0].stage == 2
     assert len(fake_llm.requests) == 3
     fake_llm.script([{"fault": "context_overflow"}, {"text": ""}, {"fault": "context_overflow"}])
     with pytest.raises(Exception, match="context"):
-        anyio.run(run_turn, session, "again", Recorder())
+        anyio.run(run_turn, session, "again")
