@@ -20,7 +20,8 @@ from talaria.acp_server.history import last_todos, replay_updates
 from talaria.acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor
 from talaria.acp_server.sandbox_probe import SandboxProbe
-from talaria.acp_server.updates import compaction, iso, to_update
+from talaria.acp_server.updates import compaction, iso, permission_tool_call, to_update
+from talaria.acp_server.version import version
 from talaria.agent.config import Config
 from talaria.agent.events import Compacted
 from talaria.agent.permissions import MODES, PermissionAsk
@@ -30,7 +31,6 @@ from talaria.agent.store import Store
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-VERSION = "0.1.0"
 LIST_PAGE = 50
 AUTH_METHOD = "setup"
 MODE_NAMES = {
@@ -102,7 +102,7 @@ class AcpServer:
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
-            "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
+            "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": [{
                 "id": AUTH_METHOD, "name": "Configure a model",
@@ -347,13 +347,11 @@ class AcpServer:
         # Neither: no prompt running, a no-op that must not poison the next turn.
 
     async def _ask(self, session_id: str, ask: PermissionAsk) -> str:
-        tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
-        if ask.reason not in ("edit", "command"):
-            tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": f"Asking because: {ask.reason}"}}]
         try:
             result = await self.peer.request(
                 "session/request_permission",
-                {"sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
+                {"sessionId": session_id, "toolCall": permission_tool_call(ask),
+                 "options": PERMISSION_OPTIONS},
                 timeout=None,
             )
         except RpcError as exc:  # a client that cannot ask: nothing was allowed
