@@ -13,7 +13,7 @@ from typing import Any
 
 from talaria.acp_server.editor_workspace import EditorWorkspace
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.acp_server.updates import compaction, to_update
+from talaria.acp_server.updates import compaction, permission_tool_call, to_update
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
 
@@ -56,14 +56,11 @@ class AcpDoor:
         await self.peer.notify("session/update", {"sessionId": self.session_id, "update": update})
 
     async def ask(self, ask: PermissionAsk) -> str:
-        tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
-        if ask.reason not in ("edit", "command"):
-            tool_call["content"] = [{"type": "content", "content": {
-                "type": "text", "text": f"Asking because: {ask.reason}"}}]
         try:
             result = await self.peer.request(
                 "session/request_permission",
-                {"sessionId": self.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
+                {"sessionId": self.session_id, "toolCall": permission_tool_call(ask),
+                 "options": PERMISSION_OPTIONS},
                 timeout=None,
             )
         except RpcError as exc:  # a client that cannot ask: nothing was allowed

@@ -17,6 +17,7 @@ from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.updates import iso
+from talaria.acp_server.version import version
 from talaria.agent.config import Config
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-VERSION = "0.1.0"
 LIST_PAGE = 50
 AUTH_METHOD = "setup"
 
@@ -85,7 +85,7 @@ class AcpServer:
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
-            "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
+            "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": [{
                 "id": AUTH_METHOD, "name": "Configure a model",

@@ -219,24 +219,33 @@ def mask(secret: str) -> str:
 
 
 def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
-    """(name, value, source) rows for `talaria config`; secrets masked."""
+    """(name, value, source) rows for `talaria config`; secrets masked. A variable set in the
+    environment shows `env NAME`; one read from the credentials file shows that file's path."""
+    real = os.environ if env is None else env
     env = config.provider_env(env)
-    rows = [("home", str(config.home), "env TALARIA_HOME" if env.get("TALARIA_HOME") else "default")]
+    stored = str(config.home / "credentials")
+
+    def origin(name: str) -> str:
+        # The environment wins over the file (load_config), and only a non-empty value counts.
+        return f"env {name}" if real.get(name) or name not in config.credentials else stored
+
+    rows = [("home", str(config.home), "env TALARIA_HOME" if real.get("TALARIA_HOME") else "default")]
     for f in FIELDS:
         value = getattr(config, f.name)
         shown = ",".join(value) if isinstance(value, tuple) else ("" if value is None else str(value))
-        rows.append((f.name, shown, config.sources.get(f.name, "default")))
+        source = config.sources.get(f.name, "default")
+        rows.append((f.name, shown, origin(f.env) if source == f"env {f.env}" else source))
     rows.append(("context_window (effective)", str(config.window_for(config.model)), "derived"))
     for name, table in sorted(config.providers.items()):
         for key, value in sorted(table.items()):
             rows.append((f"providers.{name}.{key}", str(value), "config.toml"))
         key_env = table.get("api_key_env")
         if key_env:
-            rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), f"env {key_env}"))
+            rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), origin(key_env)))
     for name in SECRET_ENV:
         if env.get(name):
-            rows.append((name, mask(env[name]), f"env {name}"))
+            rows.append((name, mask(env[name]), origin(name)))
     for name in PROVIDER_ENV:
         if env.get(name):
-            rows.append((name, env[name], f"env {name}"))
+            rows.append((name, env[name], origin(name)))
     return rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from talaria.tools.paths import inside_roots, is_sensitive
 
@@ -37,6 +38,8 @@ class PermissionAsk:
     title: str
     paths: tuple[str, ...]
     reason: str
+    diff: dict[str, Any] | None = None
+    """For an edit: what it would change, `{"path", "old_text" (None: new file), "new_text"}`."""
 
 
 Asker = Callable[[PermissionAsk], Awaitable[str]]
@@ -61,8 +64,10 @@ class Permissions:
     async def check(
         self, *, tool_call_id: str, tool: str, kind: str, title: str,
         paths: tuple[Path, ...], command: str | None = None,
+        preview: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> str | None:
-        """None when the call may run, else the refusal message the model sees."""
+        """None when the call may run, else the refusal message the model sees. `preview`
+        computes the diff shown with the question (only when one is asked)."""
         keys = [(kind, str(p)) for p in paths] or [(kind, command or tool)]
         if self.mode != "bypass" and any(self.remembered.get(k) is False for k in keys):
             return f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session."
@@ -73,8 +78,9 @@ class Permissions:
             return reason.removeprefix("refuse:")
         if all(self.remembered.get(k) is True for k in keys) and "rejected" not in reason:
             return None
+        diff = await preview() if preview is not None else None
         answer = await self.asker(
-            PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason)
+            PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason, diff)
         )
         if answer in ("allow_always", "reject_always"):
             for k in keys:

@@ -100,18 +100,18 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     """Permission, then the handler; returns the tool's result dict."""
     if p.error or p.spec is None:
         return {"error": p.error or f"Unknown tool {p.name!r}"}
-    refusal = await session.permissions.check(
-        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
-        paths=p.paths, command=p.spec.command(p.args),
-    )
-    if refusal:
-        return {"error": refusal, "rejected": True}
-    await emit(ToolCallUpdated(p.id, status="in_progress"))
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
         state=session.tool_state, report=_reporter(p.id, emit),
         call_tool=lambda name, args: call_nested(session, name, args),
     )
+    refusal = await session.permissions.check(
+        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
+        paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
+    )
+    if refusal:
+        return {"error": refusal, "rejected": True}
+    await emit(ToolCallUpdated(p.id, status="in_progress"))
     return await invoke(p.spec, p.args, ctx)
 
 
@@ -126,6 +126,27 @@ async def invoke(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
         log.exception("tool %s crashed", spec.name)
         return {"error": f"{spec.name} failed: {type(exc).__name__}: {exc}"}
+
+
+def _previewer(
+    p: PlannedCall, ctx: ToolContext
+) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
+    """The diff a person is shown before allowing an edit, computed only when they are asked."""
+    spec = p.spec
+    if spec is None or spec.preview is None:
+        return None
+    preview = spec.preview
+
+    async def run() -> dict[str, Any] | None:
+        try:
+            return await preview(p.args, ctx)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # the question is still asked, only without its diff
+            log.exception("preview of %s crashed", p.name)
+            return None
+
+    return run
 
 
 async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class ToolSpec:
     title: Callable[[dict[str, Any]], str] | None = None
     """Short human title for a call, e.g. 'Read src/app.py'."""
     toolset: str = "core"
+    preview: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any] | None]] | None = None
+    """What a call would change, without changing it: `{"path", "old_text", "new_text"}` (the
+    `_diff` item of its result), or None when it cannot tell. Shown when permission is asked."""
 
     def text(self) -> str:
         """The description, built now if it is built on demand."""
