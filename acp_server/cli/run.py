@@ -112,7 +112,7 @@ class TerminalView:
 def local_asker(policy: TerminalAsker) -> Asker:
     """An ACP permission policy as the agent's Asker: the in-process run asks the same question,
     diff included, that `talaria run --acp` and editors are asked."""
-    from talaria.acp_server.server import PERMISSION_OPTIONS
+    from talaria.acp_server.door import PERMISSION_OPTIONS
     from talaria.acp_server.updates import permission_tool_call
 
     async def ask(question: PermissionAsk) -> str:

@@ -14,7 +14,7 @@ from talaria.acp_server.client.policies import (
     diff_lines,
     question,
 )
-from talaria.acp_server.server import PERMISSION_OPTIONS
+from talaria.acp_server.door import PERMISSION_OPTIONS
 
 
 def params(*content: dict) -> dict:

@@ -13,7 +13,7 @@ from talaria.agent.permissions import PermissionAsk
 from talaria.agent.providers.base import ToolCallRequest
 from talaria.agent.tool_runner import run_tool_calls
 from talaria.tools.local.workspace import LocalWorkspace
-from tests.helpers import Recorder, make_session
+from tests.helpers import make_session
 
 
 class CountingWorkspace(LocalWorkspace):
@@ -43,10 +43,10 @@ def patch_call(path: str = "a.txt") -> ToolCallRequest:
 
 def run(fake_llm, tmp_path: Path, mode: str, answer: str, call: ToolCallRequest):
     session = make_session(fake_llm, tmp_path, mode=mode)
-    session.workspace = workspace = CountingWorkspace(session.cwd)
+    session.door.workspace = workspace = CountingWorkspace(session.cwd)
     session.permissions.asker = asker = Asker(answer)
     (session.cwd / "a.txt").write_text("one\n")
-    anyio.run(run_tool_calls, session, [call], Recorder())
+    anyio.run(run_tool_calls, session, [call])
     return session, workspace, asker
 
 
@@ -81,6 +81,6 @@ def test_a_crashing_preview_still_asks_and_the_edit_still_runs(fake_llm, tmp_pat
     session.tools = [replace(s, preview=broken) if s.name == "patch" else s for s in session.tools]
     session.permissions.asker = asker = Asker("allow_once")
     (session.cwd / "a.txt").write_text("one\n")
-    anyio.run(run_tool_calls, session, [patch_call()], Recorder())
+    anyio.run(run_tool_calls, session, [patch_call()])
     assert [a.diff for a in asker.asked] == [None]
     assert (session.cwd / "a.txt").read_text() == "two\n"
