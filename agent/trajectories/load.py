@@ -5,6 +5,9 @@
     load_trajectory(store, id)         a `Trajectory` from the session store
     load_trajectory_file(path)         a `Trajectory` from a transcript JSONL file (or a line of
                                        a ShareGPT export)
+    load_trajectory_rows(path)         every `Trajectory` of a file: one for a transcript, one
+                                       per line of a ShareGPT file (a batch's trajectories.jsonl);
+                                       raises UnreadableRows naming every line it cannot read
 
 A trajectory is *completed* when its last assistant message asks for no tools and was not
 interrupted; anything else (cancelled, out of turns, crashed mid-tool) is *partial*.
@@ -30,6 +33,21 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 
 class TrajectoryNotFound(LookupError):
     """No session with that id in the store, or no readable transcript at that path."""
+
+
+class UnreadableRows(TrajectoryNotFound):
+    """Lines of a trajectory file that cannot be read; `rows` is [(line number, reason)]."""
+
+    def __init__(self, path: Path, rows: list[tuple[int, str]], total: int) -> None:
+        self.path, self.rows, self.total = path, rows, total
+        shown = "; ".join(f"line {n}: {why}" for n, why in rows[:ROWS_NAMED])
+        more = f"; and {len(rows) - ROWS_NAMED} more" if len(rows) > ROWS_NAMED else ""
+        super().__init__(f"{path}: {len(rows)} of {total} line(s) cannot be read as "
+                         f"trajectories ({shown}{more}); nothing was exported")
+
+
+ROWS_NAMED = 10
+"""Unreadable lines named one by one in an error; the rest are counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +95,13 @@ class Trajectory:
         return len(self.turns)
 
     def totals(self) -> dict[str, int]:
-        """Token counts summed over every model call."""
-        return {key: sum(getattr(t, key) for t in self.turns) for key in USAGE_KEYS}
+        """Token counts summed over every model call (or, for a ShareGPT line, whose turns
+        carry none, the totals the line recorded)."""
+        totals = {key: sum(getattr(t, key) for t in self.turns) for key in USAGE_KEYS}
+        recorded = self.extra.get("usage")
+        if not any(totals.values()) and isinstance(recorded, dict):
+            return {key: int(recorded.get(key) or 0) for key in USAGE_KEYS}
+        return totals
 
     def duration_ms(self) -> float:
         return round(sum(t.duration_ms or 0.0 for t in self.turns), 1)
@@ -113,27 +136,78 @@ def load_trajectory(store: Store, session_id: str) -> Trajectory:
 
 def load_trajectory_file(path: Path | str, *, index: int = 0) -> Trajectory:
     """A transcript JSONL (`write_transcript`), or line `index` of a ShareGPT export."""
+    trajectories = load_trajectory_rows(path)
+    if index >= len(trajectories):
+        raise TrajectoryNotFound(f"{path} has {len(trajectories)} trajectories, not {index + 1}")
+    return trajectories[index]
+
+
+def load_trajectory_rows(path: Path | str) -> list[Trajectory]:
+    """Every trajectory of a file, in order: a transcript JSONL is one, a ShareGPT file (an
+    export, a batch's trajectories.jsonl) one per line. Raises UnreadableRows naming each line
+    that cannot be read, rather than dropping it."""
     path = Path(path)
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows = [json.loads(line) for line in lines]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryNotFound(f"cannot read a trajectory from {path}: {exc}") from exc
-    if rows and isinstance(rows[0], dict) and "conversations" in rows[0]:
-        from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
+    rows: list[tuple[int, Any]] = []
+    bad: list[tuple[int, str]] = []
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    ordinal = {n: i for i, (n, _) in enumerate(numbered)}  # position among non-blank lines
+    for number, line in numbered:
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            bad.append((number, f"not JSON ({exc.msg} at column {exc.colno})"))
+    total = len(numbered)
+    if any(isinstance(row, dict) and "conversations" in row for _, row in rows):
+        trajectories = []
+        for number, row in rows:
+            try:
+                trajectories.append(_sharegpt_row(path, number, row, ordinal[number]))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                bad.append((number, f"not a ShareGPT trajectory ({type(exc).__name__}: {exc})"))
+        if bad:
+            raise UnreadableRows(path, sorted(bad), total)
+        return trajectories
+    bad += [(n, "not a message (a JSON object with a \"role\")") for n, row in rows
+            if not (isinstance(row, dict) and "role" in row)]
+    if bad or not rows:
+        if not rows or len(bad) == total:
+            raise TrajectoryNotFound(f"{path} is neither a transcript (JSON lines of messages) "
+                                     "nor ShareGPT lines ({\"conversations\": [...]} per line)")
+        raise UnreadableRows(path, sorted(bad), total)
+    try:
+        return [build([row for _, row in rows], None, session_id=path.stem,
+                      extra={"origin": f"{path}"})]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TrajectoryNotFound(f"{path}: not a readable transcript "
+                                 f"({type(exc).__name__}: {exc})") from exc
 
-        if index >= len(rows):
-            raise TrajectoryNotFound(f"{path} has {len(rows)} lines, not {index + 1}")
-        line = rows[index]
-        meta = line.get("metadata") or {}
-        return build(
-            parse_sharegpt(line), None, session_id=str(meta.get("session_id") or f"{path.stem}-{index}"),
-            model=meta.get("model"), created_at=_parse_time(meta.get("timestamp")),
-            extra={"source": "sharegpt", "prompt_index": line.get("prompt_index")},
-        )
-    if not all(isinstance(row, dict) and "role" in row for row in rows):
-        raise TrajectoryNotFound(f"{path} is not a transcript (JSON lines of messages)")
-    return build(rows, None, session_id=path.stem)
+
+def _sharegpt_row(path: Path, number: int, line: dict[str, Any], position: int) -> Trajectory:
+    """One ShareGPT line (Hermes', `export --format sharegpt`, or a Talaria batch line)."""
+    from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
+
+    meta = line.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise TypeError("metadata is not an object")
+    usage = meta.get("usage")
+    index = line.get("prompt_index")
+    extra = {"source": "sharegpt", "origin": f"{path}:{number}",
+             "prompt_index": index if isinstance(index, int) else position}
+    if isinstance(usage, dict):
+        extra["usage"] = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
+    for key in ("task_id", "status", "reason", "error"):  # a Talaria batch line's own fields
+        if line.get(key) is not None:
+            extra[key] = line[key]
+    session_id = meta.get("session_id") or line.get("task_id") or f"{path.stem}-{position}"
+    return build(
+        parse_sharegpt(line), None, session_id=str(session_id),
+        model=meta.get("model") or line.get("model"), created_at=_parse_time(meta.get("timestamp")),
+        extra=extra,
+    )
 
 
 def build(

@@ -35,6 +35,7 @@ import anyio
 import anyio.from_thread
 
 from talaria.agent.trajectories.batch.records import make_record
+from talaria.agent.trajectories.batch.sdk import warm_models
 
 DEFAULT_TIMEOUT_S = 1800.0
 """Wall time allowed per task (--task-timeout)."""
@@ -150,6 +151,8 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
                               mode="bypass", tool_names=tool_names,
                               session_id=job.get("session_id"))
         model = session.provider.name
+        # The SDK import belongs to set-up, not to the first model call's time (model_s).
+        warm_models([model])
         reason = "error"
         with anyio.fail_after(timeout):
             reason = await run_turn(session, task["prompt"])

@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.synthetic import FACTS, TemplateSummarizer, facts_kept, tool_heavy_session
 from talaria.agent.context import compaction as comp
+from talaria.agent.context import tokens
 from talaria.agent.context.compaction import boundaries, compact, compact_session
 from talaria.agent.context.stage1 import one_line, shrink_arguments, stage1
 from talaria.agent.loop import run_turn
@@ -40,6 +41,60 @@ def test_boundaries_keep_pairs_and_the_latest_user_message(big) -> None:
     # A tiny budget still keeps the latest user message verbatim in the tail.
     _, tail = boundaries(big, 1)
     assert tail <= last_user and big[tail]["role"] != "tool"
+
+
+def _turn(i: int, size: int = 50) -> list[dict]:
+    """An assistant tool call and its (big) result."""
+    return [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": f"c{i}", "name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})}]},
+        {"role": "tool", "tool_call_id": f"c{i}", "name": "read_file",
+         "content": json.dumps({"path": f"f{i}.py", "content": "x = 1\n" * size, "total_lines": size})}]
+
+
+SYS, Q1, Q2 = ({"role": "system", "content": "s"}, {"role": "user", "content": "task one"},
+               {"role": "user", "content": "task two"})
+A1, A2 = {"role": "assistant", "content": "answer one"}, {"role": "assistant", "content": "answer two"}
+CUT = {"role": "assistant", "content": "half an ans", "interrupted": True}
+
+
+@pytest.mark.parametrize(("messages", "tail"), [
+    ([SYS, Q1, *_turn(1), A1], 4),                            # finished: only the answer
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2), A2], 8),         # earlier turns too
+    ([SYS, Q1, *_turn(1), A1, Q2], 4),                        # pending question + answer before
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2)], 4),             # cut short: question + its work
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2), CUT], 4),        # cancelled mid-answer
+    ([SYS, Q1, *_turn(1), Q2, *_turn(2)], 4),                 # no answer before the question
+    ([SYS, Q1, *_turn(1)], 2),                                # the first task cut short
+    ([SYS, Q1], 2),
+])
+def test_between_turns_the_tail_is_the_answer_and_any_pending_question(messages, tail) -> None:
+    assert boundaries(messages, 10**9, between_turns=True) == (2, tail)
+    # During a turn the same context keeps the live turn (from the latest user message on).
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    assert boundaries(messages, 10**9)[1] <= max(last_user, 2)
+
+
+def test_compact_between_turns_takes_the_finished_turn() -> None:
+    messages = [SYS, Q1, *_turn(1, size=20_000), A1]
+    during = run_compact(messages, window=WINDOW, force_summary=True)
+    assert not during.progress, "during a turn the whole turn is live"
+    result = run_compact(messages, window=WINDOW, force_summary=True, between_turns=True)
+    assert result.progress and result.stage == 2 and result.dropped == (2, 4)
+    assert result.messages[:2] == [SYS, Q1] and result.messages[-1] == A1
+    assert result.messages[2]["content"].startswith(comp.SUMMARY_MARK)
+    assert result.after < result.before / 10
+
+
+@pytest.mark.parametrize("between_turns", [False, True])
+@pytest.mark.parametrize("force", [False, True])
+def test_totals_by_difference_equal_a_full_count(big, force: bool, between_turns: bool) -> None:
+    tools = [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}]
+    result = run_compact(big, window=60_000, tools=tools, force_summary=force,
+                         between_turns=between_turns)
+    assert result.before == tokens.count_messages(big, tools)
+    assert result.after == tokens.count_messages(result.messages, tools)
+    tokens.clear_cache()  # the same figures from cold counts
+    assert result.after == tokens.count_messages(result.messages, tools)
 
 
 def test_stage1_keeps_head_and_tail_byte_identical(big) -> None:
