@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 COMMANDS = {
     "compact": ("Summarise the conversation to free context", "optional focus for the summary"),
     "model": ("Show or switch the model", "provider:model"),
-    "mode": ("Show or switch the permission mode", "default | accept_edits | plan | dont_ask"),
+    "mode": ("Show or switch the permission mode", "default | accept_edits | plan | auto | dont_ask"),
     "context": ("Show how much of the context window is in use", None),
     "clear": ("Start over with an empty context (history is kept)", None),
 }
@@ -53,7 +53,7 @@ async def _dispatch(server: AcpServer, session: Session, name: str, arg: str) ->
         if not arg:
             return f"Mode: {session.permissions.mode}"
         await _apply(server, session, "mode", arg)
-        return f"Mode set to {arg}."
+        return f"Mode set to {session.permissions.mode}."
     if name == "model":
         if not arg:
             return f"Model: {session.provider.name}"

@@ -23,7 +23,7 @@ from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.updates import compaction, iso, to_update
 from talaria.agent.config import Config
 from talaria.agent.events import Compacted
-from talaria.agent.permissions import MODES, PermissionAsk
+from talaria.agent.permissions import MODES, PermissionAsk, normalize_mode
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 
@@ -37,7 +37,8 @@ MODE_NAMES = {
     "default": ("Default", "Ask before edits and commands"),
     "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
     "plan": ("Plan", "Read-only: no edits, no commands"),
-    "dont_ask": ("Don't ask", "No prompts, except for sensitive paths"),
+    "auto": ("Auto", "No questions for project edits; commands run in the sandbox"),
+    "dont_ask": ("Don't ask", "Never asks: refuses what was not approved before"),
 }
 EXEC_MODES = {"project": "the project (its own Python)", "strict": "a staging dir (Talaria's Python)"}
 EFFORTS = ("default", "low", "medium", "high")
@@ -282,8 +283,7 @@ class AcpServer:
         if not isinstance(value, str):
             raise RpcError.invalid_params("`value` must be a string")
         if option == "mode":
-            if value not in MODES:
-                raise RpcError.invalid_params(f"unknown mode {value!r}; modes: {', '.join(MODES)}")
+            value = _editor_mode(value)
             session.permissions.mode = value
             session.store.update_session(session.id, mode=value)
             await self._notify(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": value})
@@ -388,6 +388,18 @@ class AcpServer:
     def _commands(self, session: Session) -> Any:
         """`available_commands_update`, sent right after the new/load/resume response."""
         return lambda: self._notify(session.id, commands.available_update())
+
+
+def _editor_mode(value: str) -> str:
+    """A mode an editor may choose (Claude Code's names too), else invalid params."""
+    try:
+        mode = normalize_mode(value)
+    except ValueError:
+        mode = None
+    if mode not in MODES:
+        raise RpcError.invalid_params(f"unknown mode {value!r}; modes: {', '.join(MODES)} "
+                                      "(bypass is for headless runs: talaria run --yes)")
+    return mode
 
 
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:

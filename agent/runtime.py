@@ -12,6 +12,7 @@ from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.paths import Sensitive
 from talaria.tools.workspace import Workspace
 
 
@@ -60,6 +61,8 @@ def new_session(
         permissions=Permissions(
             roots=workspace.roots, mode=mode or config.mode, asker=asker,
             read_roots=(config.home / "cache" / "exec",),
+            sensitive=Sensitive(Path.home(), config.home, config.sensitive_paths),
+            network=config.sandbox_network,
         ),
         context_window=config.window_for(provider.name),
         store=store,

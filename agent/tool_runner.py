@@ -98,17 +98,18 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     """Permission, then the handler; returns the tool's result dict."""
     if p.error or p.spec is None:
         return {"error": p.error or f"Unknown tool {p.name!r}"}
-    refusal = await session.permissions.check(
+    decision = await session.permissions.decide(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
         paths=p.paths, command=_command_text(p) if p.spec.kind == "execute" else None,
     )
-    if refusal:
-        return {"error": refusal, "rejected": True}
+    if decision.refusal:
+        return {"error": decision.refusal, "rejected": True}
     await emit(ToolCallUpdated(p.id, status="in_progress"))
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
         state=session.state, report=_reporter(p.id, emit),
         call_tool=lambda name, args: call_nested(session, name, args, emit),
+        sandbox=decision.sandbox, conceal=decision.conceal,
     )
     try:
         return await p.spec.handler(p.args, ctx)

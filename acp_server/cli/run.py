@@ -172,6 +172,14 @@ def run_cli(args: argparse.Namespace) -> int:
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
         return 2
+    if args.mode is not None:
+        from talaria.agent.permissions import normalize_mode
+
+        try:
+            args.mode = normalize_mode(args.mode)
+        except ValueError as exc:
+            print(f"talaria: --mode: {exc}", file=sys.stderr)
+            return 2
     flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
     view = TerminalView(sys.stdout, as_json=args.json)
     try:

@@ -102,7 +102,7 @@ def test_run_acp_passes_flags_and_reports_errors(fake_llm: FakeLLM, project: Pat
     assert fake_llm.requests[-1]["json"]["model"] == "from-flag"
 
     result = talaria(["run", "hi", "--acp", "--mode", "sideways"], env, project)
-    assert result.returncode == 2 and "unknown mode" in result.stderr
+    assert result.returncode == 2 and "unknown permission mode" in result.stderr
 
 
 def test_run_acp_asks_on_the_terminal_and_stops_cleanly_on_ctrl_c(
