@@ -24,6 +24,8 @@ again, so the user sees the attempt.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,9 +141,9 @@ class Permissions:
             if kind != "execute":
                 return self._allowed(kind, paths)
             spec = await self._confinement()
-            if spec is not None:
+            if not isinstance(spec, str):
                 return Decision(sandbox=spec)
-            reason = NO_SANDBOX
+            reason = spec
         if self.mode == "dont_ask":
             return Decision(f"Refused without asking ({reason}): in dont_ask mode only what the "
                             "user approved before with 'allow always' runs.")
@@ -197,19 +199,34 @@ class Permissions:
             return None if self.mode in COMMANDS_UNASKED else "command"
         return f"a tool of kind {kind!r}"
 
-    async def _confinement(self) -> SandboxSpec | None:
-        """The sandbox for a command the user has not seen; None when there is none here."""
+    async def _confinement(self) -> SandboxSpec | str:
+        """The sandbox for a command the user has not seen, else why it must ask."""
         from talaria.tools.sandbox.tiers import command_spec, detect_tier  # start-up stays light
 
         assert self.sensitive is not None
         if self.sandbox_tier is None:
             self.sandbox_tier = await anyio.to_thread.run_sync(detect_tier)
         if self.sandbox_tier == "rlimits":
-            return None
+            return NO_SANDBOX
+        # A second hard link shares the inode: writing through it would change the file
+        # whatever the sandbox does to this name.
+        if linked := [p for p in sorted(self.rejected_paths) if _hard_linked(p)]:
+            return f"{', '.join(linked)}, whose edit was rejected, has another hard link " \
+                "the sandbox cannot keep read-only"
+        # Off the event loop: `sensitive_paths` globs may walk directories.
+        hidden = await anyio.to_thread.run_sync(self.sensitive.hidden_paths)
         return command_spec(
             self.roots, readonly=tuple(Path(p) for p in sorted(self.rejected_paths)),
-            hidden=self.sensitive.hidden_paths(), network=self.network, tier=self.sandbox_tier,
+            hidden=hidden, network=self.network, tier=self.sandbox_tier,
         )
+
+
+def _hard_linked(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _keys(kind: str, paths: tuple[Path, ...], command: str) -> list[tuple[str, str]]:

@@ -333,3 +333,18 @@ def test_bad_values_name_their_source(tmp_path: Path, text: str, field: str | No
     with pytest.raises(ValueError) as info:
         load_config(env={"TALARIA_HOME": str(tmp_path)})
     assert f"bad value for {field} (config.toml)" in str(info.value)
+
+
+def test_a_rejected_file_with_another_hard_link_makes_unseen_commands_ask(tmp_path: Path) -> None:
+    """`ln .env backup` before the rejection: `echo X > backup` would change `.env`'s inode
+    whatever is mounted on the name `.env`."""
+    (tmp_path / "p").mkdir()
+    env = tmp_path / "p" / ".env"
+    env.write_text("A=1\n")
+    p, asker = perms(tmp_path, "default", "reject_once")
+    decide(p, "edit", env)
+    p.mode = "auto"
+    assert decide(p, "execute", command="true").sandbox is not None
+    (tmp_path / "p" / "backup").hardlink_to(env)
+    assert decide(p, "execute", command="true").refusal
+    assert "another hard link" in asker.asked[-1].reason
