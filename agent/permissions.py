@@ -15,11 +15,12 @@ In every mode but `bypass`: anything outside the session's roots asks, reading a
 `.git/`), and a mode or tool kind this module does not know asks. Nothing unknown is allowed.
 
 Answers `allow_always` / `reject_always` are remembered for the session per (kind, path), and
-for commands per (kind, command text). A command the user has not seen (auto mode, or a remembered allow) runs in
-the sandbox `Decision.sandbox`: the project writable, the rest read-only, credential stores
-hidden, and every path whose edit the user rejected read-only, so a refused edit cannot be
-made through a command however it is spelt. A command that mentions such a path also asks
-again, so the user sees the attempt.
+for commands per (kind, command text). A command the user has not seen (auto mode, or a
+remembered allow) runs in the sandbox `Decision.sandbox`: the project writable, the rest
+read-only, credential stores hidden, and every path whose edit the user rejected read-only,
+so a refused edit cannot be made through a command however it is spelt. A command that
+mentions such a path also asks again, so the user sees the attempt. Where the sandbox cannot
+hold (no tier here, a rejected file with a second hard link) such a command asks instead.
 """
 
 from __future__ import annotations
