@@ -3,21 +3,25 @@
 Reads go through `fs/read_text_file` (unsaved buffers win), writes through
 `fs/write_text_file` (edits land in the editor's review UI), commands through
 `terminal/create` + `terminal/wait_for_exit` + `terminal/output`, always followed by
-`terminal/release`. Each capability the client does not advertise falls back to the local
-workspace, per capability: CodeCompanion advertises fs but no terminal.
+`terminal/release`; a sandboxed command reaches the editor wrapped in the sandbox launcher.
+Each capability the client does not advertise falls back to the local workspace, per
+capability: CodeCompanion advertises fs but no terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.local.workspace import LocalWorkspace, sandboxed
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
 
 FS_TIMEOUT = 30.0
 """Seconds to wait for an `fs/*` answer; some clients never answer what they don't know."""
@@ -70,17 +74,31 @@ class EditorWorkspace:
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         if not self.can_terminal:
-            return await self.local.run(
-                command, cwd=cwd, timeout=timeout, output_limit=output_limit, on_terminal=on_terminal
-            )
+            return await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
+                                        on_terminal=on_terminal, sandbox=sandbox)
+        argv, cleanup = ["bash", "-c", command], None
+        if sandbox is not None:  # the editor runs the sandbox launcher, which runs bash
+            prepared = await anyio.to_thread.run_sync(sandboxed, argv, sandbox, False)
+            argv, cleanup = prepared.argv, prepared.cleanup
+        try:
+            return await self._run_in_terminal(argv, cwd, timeout, output_limit, on_terminal)
+        finally:
+            if cleanup is not None:
+                cleanup()
+
+    async def _run_in_terminal(
+        self, argv: list[str], cwd: Path, timeout: float, output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None,
+    ) -> CommandResult:
         # Shielded: a cancel during terminal/create would drop its answer, and the editor's
         # process would run on, never killed nor released. A cancel that came meanwhile is
         # honoured at the first await below, which kills and releases the terminal.
         with anyio.CancelScope(shield=True):
             created = await self._call("terminal/create", {
-                "command": "bash", "args": ["-c", command], "cwd": str(cwd),
+                "command": argv[0], "args": argv[1:], "cwd": str(cwd),
                 "outputByteLimit": output_limit,
             })
         terminal_id = created.get("terminalId")

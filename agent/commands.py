@@ -64,7 +64,7 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
         if not arg:
             return f"Mode: {session.permissions.mode}"
         await _set(session, config, "mode", arg)
-        return f"Mode set to {arg}."
+        return f"Mode set to {session.permissions.mode}."
     if name == "model":
         if not arg:
             return f"Model: {session.provider.name}"

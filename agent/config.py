@@ -30,7 +30,13 @@ FIELDS: tuple[Field, ...] = (
     Field("model", "TALARIA_MODEL", None, "Model as provider:model, e.g. openai:gpt-4.1."),
     Field("fallback_models", "TALARIA_FALLBACK_MODELS", (), "Models tried after retries fail."),
     Field("max_turns", "TALARIA_MAX_TURNS", 90, "Model calls allowed per prompt."),
-    Field("mode", "TALARIA_MODE", "default", "Permission mode: default, accept_edits, plan, dont_ask."),
+    Field("mode", "TALARIA_MODE", "default",
+          "Permission mode: default, accept_edits, plan, auto, dont_ask or bypass (Claude Code's "
+          "acceptEdits, dontAsk, bypassPermissions too)."),
+    Field("sensitive_paths", "TALARIA_SENSITIVE_PATHS", (),
+          "More globs whose reading asks, added to the built-in list (e.g. *.tfstate, ~/.vault-token)."),
+    Field("sandbox_network", "TALARIA_SANDBOX_NETWORK", False,
+          "Let commands that run without a question (auto mode, allow always) use the network."),
     Field("context_window", "TALARIA_CONTEXT_WINDOW", None, "Context window override, in tokens."),
     Field("reasoning_effort", "TALARIA_REASONING_EFFORT", None, "low, medium or high, if supported."),
     Field("max_tokens", "TALARIA_MAX_TOKENS", 8192, "Output tokens per model call."),
@@ -72,6 +78,8 @@ class Config:
     fallback_models: tuple[str, ...] = ()
     max_turns: int = 90
     mode: str = "default"
+    sensitive_paths: tuple[str, ...] = ()
+    sandbox_network: bool = False
     context_window: int | None = None
     reasoning_effort: str | None = None
     max_tokens: int = 8192
@@ -152,11 +160,27 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: {exc}") from exc
 
 
+BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+            "false": False, "0": False, "no": False, "off": False}
+
+
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("fallback_models", "exec_env_passthrough"):
+    if name == "mode":
+        from talaria.agent.permissions import normalize_mode
+
+        return normalize_mode(value)
+    if name in ("fallback_models", "exec_env_passthrough", "sensitive_paths"):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{name} must be a list of strings, got {value!r}")
         return tuple(value)
+    if name == "sandbox_network":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in BOOLEANS:
+            return BOOLEANS[value.strip().lower()]
+        raise ValueError(f"sandbox_network must be true or false, got {value!r}")
     if name in ("max_turns", "context_window", "max_tokens") and value is not None:
         number = int(value)
         if number <= 0:

@@ -14,14 +14,15 @@ from dataclasses import dataclass, replace
 
 from talaria.agent.config import Config
 from talaria.agent.events import OptionChanged
-from talaria.agent.permissions import MODES
+from talaria.agent.permissions import MODES, normalize_mode
 from talaria.agent.session import Session
 
 MODE_NAMES = {
     "default": ("Default", "Ask before edits and commands"),
     "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
     "plan": ("Plan", "Read-only: no edits, no commands"),
-    "dont_ask": ("Don't ask", "No prompts, except for sensitive paths"),
+    "auto": ("Auto", "No questions for project edits; commands run in the sandbox"),
+    "dont_ask": ("Don't ask", "Never asks: refuses what was not approved before"),
 }
 EXEC_MODES = {"project": "the project (its own Python)", "strict": "a staging dir (Talaria's Python)"}
 EFFORTS = ("default", "low", "medium", "high")
@@ -78,8 +79,7 @@ async def set_option(session: Session, config: Config, option: str, value: objec
     if not isinstance(value, str):
         raise OptionError("the value must be a string")
     if option == "mode":
-        if value not in MODES:
-            raise OptionError(f"unknown mode {value!r}; modes: {', '.join(MODES)}")
+        value = _editor_mode(value)
         session.permissions.mode = value
         _store(session, mode=value)
     elif option == "model":
@@ -97,6 +97,18 @@ async def set_option(session: Session, config: Config, option: str, value: objec
     else:
         raise OptionError(f"unknown config option {option!r}")
     await session.door.emit(OptionChanged(option, value))
+
+
+def _editor_mode(value: str) -> str:
+    """A mode a user may choose in a session (Claude Code's names too)."""
+    try:
+        mode: str | None = normalize_mode(value)
+    except ValueError:
+        mode = None
+    if mode not in MODES:
+        raise OptionError(f"unknown mode {value!r}; modes: {', '.join(MODES)} "
+                          "(bypass is for headless runs: talaria run --yes)")
+    return mode
 
 
 def _set_model(session: Session, config: Config, model: str) -> None:

@@ -15,6 +15,7 @@ from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ def new_session(
         permissions=Permissions(
             roots=door.workspace.roots, mode=mode or config.mode, asker=door.ask,
             read_roots=(config.home / "cache" / "exec",),
+            sensitive=Sensitive(Path.home(), config.home, config.sensitive_paths),
+            network=config.sandbox_network,
         ),
         store=store,
         context_window=config.window_for(provider.name),

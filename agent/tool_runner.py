@@ -105,13 +105,14 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         state=session.tool_state, report=_reporter(p.id, emit),
         call_tool=lambda name, args: call_nested(session, name, args),
     )
-    refusal = await session.permissions.check(
+    decision = await session.permissions.decide(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
         paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
     )
-    if refusal:
-        return {"error": refusal, "rejected": True}
+    if decision.refusal:
+        return {"error": decision.refusal, "rejected": True}
     await emit(ToolCallUpdated(p.id, status="in_progress"))
+    ctx.sandbox, ctx.conceal = decision.sandbox, decision.conceal
     return await invoke(p.spec, p.args, ctx)
 
 

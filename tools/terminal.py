@@ -10,6 +10,11 @@ from talaria.tools.workspace import ToolContext
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""
+SANDBOX_NOTE = (
+    "This command ran without the user seeing it, in a sandbox: only the project is "
+    "writable, paths whose edit the user rejected are read-only, credential stores are hidden."
+)
+"""Added to a failed sandboxed command's result, so the model can tell a denial from a bug."""
 DEFAULT_TIMEOUT = 180
 MAX_TIMEOUT = 600
 
@@ -57,7 +62,8 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         timeout = min(max(1, int(args.get("timeout") or DEFAULT_TIMEOUT)), MAX_TIMEOUT)
         cwd = resolve(str(workdir), ctx.cwd) if workdir else ctx.cwd
         result = await ctx.workspace.run(
-            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT, on_terminal=on_terminal
+            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT, on_terminal=on_terminal,
+            sandbox=ctx.sandbox,
         )
     except FileNotFoundError:
         return {"error": f"Working directory not found: {workdir}"}
@@ -71,6 +77,8 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     }
     if result.timed_out:
         out["error"] = f"Command timed out after {timeout} s and was killed"
+    if ctx.sandbox is not None and result.exit_code != 0:
+        out["sandbox"] = SANDBOX_NOTE + ("" if ctx.sandbox.network else " No network.")
     if terminal_id or result.terminal_id:
         out["_terminal_id"] = terminal_id or result.terminal_id
     return out

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
 
 from talaria.tools.errors import WorkspaceError
 from talaria.tools.state import ToolState
@@ -73,10 +76,13 @@ class Workspace(Protocol):
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         """Run a shell command in its own process group; killed with the group on
         timeout or cancellation. `on_terminal(terminal_id)` is awaited once when the
-        command runs in an editor terminal, so the tool call can embed it."""
+        command runs in an editor terminal, so the tool call can embed it. With `sandbox`
+        the command runs confined by it (`talaria.tools.sandbox.tiers.prepare`), in the
+        editor's terminal too; raises WorkspaceError when the sandbox cannot be set up."""
         ...
 
 
@@ -94,6 +100,10 @@ class ToolContext:
     {"terminal_id": "..."} or {"plan": [...]}."""
     call_tool: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     """Dispatch another tool through the same checks (used by execute_code)."""
+    sandbox: SandboxSpec | None = None
+    """Set when the user has not seen this call: the processes it starts run confined by it."""
+    conceal: Callable[[Path], bool] | None = None
+    """Paths whose contents this call must not show (secrets it was not allowed to target)."""
 
     @property
     def cwd(self) -> Path:

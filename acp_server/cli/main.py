@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt")
     run.add_argument("--cwd", default=".", help="project directory (default: current)")
     run.add_argument("--model", help="provider:model (overrides TALARIA_MODEL)")
-    run.add_argument("--mode", help="permission mode: default, accept_edits, plan, dont_ask")
+    run.add_argument("--mode", help="permission mode: default, accept_edits, plan, auto, dont_ask, "
+                                    "bypass (see the README's table)")
     run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")

@@ -204,6 +204,14 @@ def run_cli(args: argparse.Namespace) -> int:
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
         return exits.USAGE
+    if args.mode is not None:
+        from talaria.agent.permissions import normalize_mode
+
+        try:
+            args.mode = normalize_mode(args.mode)
+        except ValueError as exc:
+            print(f"talaria: --mode: {exc}", file=sys.stderr)
+            return exits.USAGE
     flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
     policy = TerminalAsker()
     view = TerminalView(sys.stdout, as_json=args.json, unasked=policy.unasked)

@@ -123,7 +123,7 @@ def test_run_acp_passes_flags_and_reports_errors(fake_llm: FakeLLM, project: Pat
     assert fake_llm.requests[-1]["json"]["model"] == "from-flag"
 
     result = talaria(["run", "hi", "--acp", "--mode", "sideways"], env, project)
-    assert result.returncode == 2 and "unknown mode" in result.stderr
+    assert result.returncode == 2 and "unknown permission mode" in result.stderr
 
 
 def spawn_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, int]:

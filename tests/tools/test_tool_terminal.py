@@ -12,6 +12,7 @@ from talaria.agent.tool_runner import invoke
 from talaria.tools import terminal
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.sandbox.tiers import SandboxSpec
 from talaria.tools.workspace import CommandResult, ToolContext
 
 pytestmark = pytest.mark.anyio
@@ -41,14 +42,16 @@ class EditorLike(LocalWorkspace):
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         self.calls = [
             *getattr(self, "calls", []),
-            {"cwd": cwd, "timeout": timeout, "output_limit": output_limit},
+            {"cwd": cwd, "timeout": timeout, "output_limit": output_limit, "sandbox": sandbox},
         ]
         if on_terminal is not None:
             await on_terminal("term-7")
-        return await super().run(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
+        return await super().run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
+                                 sandbox=sandbox)
 
 
 async def test_exit_codes_are_results_not_errors(tmp_path: Path) -> None:
@@ -92,6 +95,7 @@ async def test_workdir_timeout_clamp_and_terminal_id(tmp_path: Path) -> None:
             "cwd": tmp_path / "sub",
             "timeout": terminal.MAX_TIMEOUT,
             "output_limit": terminal.OUTPUT_LIMIT,
+            "sandbox": None,
         }
     ]
 

@@ -47,7 +47,7 @@ Dispatch = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 def fingerprint(settings: ExecSettings, cwd: Path, env: dict[str, str]) -> tuple[Any, ...]:
     """What a kernel is started with; when it changes, the session needs a new kernel."""
     return (settings.mode, str(cwd), env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"),
-            settings.env_passthrough, settings.tier)
+            settings.env_passthrough, settings.tier, settings.readonly, settings.hidden)
 
 
 @dataclass(slots=True)
@@ -102,8 +102,9 @@ class Kernel:
             fd = child.fileno()
             argv = [python, "-I", "-S", "-u", str(KERNEL_MAIN), "--fd", str(fd), "--tag", tag]
             writable = (scratch,) if strict else (cwd, scratch)
-            prepared = prepare(argv, SandboxSpec(writable=writable), tier=settings.tier,
-                               pass_fds=(fd,))
+            spec = SandboxSpec(writable=writable, readonly=settings.readonly,
+                               readable_hidden=settings.hidden)
+            prepared = prepare(argv, spec, tier=settings.tier, pass_fds=(fd,))
             kenv = scrub_env(env, settings.env_passthrough) | {
                 "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONIOENCODING": "utf-8",

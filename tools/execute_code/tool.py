@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -79,6 +80,9 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if ctx.call_tool is None:
         return {"error": "execute_code cannot dispatch tool calls here"}
     settings = ctx.state.exec_settings
+    if ctx.sandbox is not None:  # unseen by the user: rejected edits stay read-only
+        settings = replace(settings, readonly=ctx.sandbox.readonly,
+                           hidden=ctx.sandbox.readable_hidden)
     slot = session_kernel(ctx, settings)
     if args.get("reset"):
         slot.discard(None)
