@@ -17,7 +17,7 @@ from talaria.agent.tool_runner import call_nested
 from talaria.tools.sandbox import tiers
 from talaria.tools.terminal import SANDBOX_NOTE
 from tests.exec_helpers import configure
-from tests.helpers import Recorder, make_session
+from tests.helpers import make_session
 
 CONFINED = [t for t in ("bubblewrap", "landlock")
             if (t == "bubblewrap" and tiers._bwrap_works()) or (t == "landlock" and tiers.landlock_abi() >= 1)]
@@ -35,7 +35,7 @@ class Asker:
 
 
 def call(session: Session, name: str, **args: Any) -> dict[str, Any]:
-    return anyio.run(call_nested, session, name, args, Recorder())
+    return anyio.run(call_nested, session, name, args)
 
 
 @pytest.fixture

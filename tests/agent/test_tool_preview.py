@@ -59,11 +59,17 @@ def test_the_question_carries_the_diff(fake_llm, tmp_path: Path, answer: str, af
     assert workspace.reads == (2 if answer == "allow_once" else 1)
 
 
-@pytest.mark.parametrize("mode", ["accept_edits", "dont_ask", "bypass"])
+@pytest.mark.parametrize("mode", ["accept_edits", "auto", "bypass"])
 def test_no_preview_when_nobody_is_asked(fake_llm, tmp_path: Path, mode: str) -> None:
     session, workspace, asker = run(fake_llm, tmp_path, mode, "reject_once", patch_call())
     assert not asker.asked and workspace.reads == 1  # only the edit's own read
     assert (session.cwd / "a.txt").read_text() == "two\n"
+
+
+def test_no_preview_when_the_mode_refuses_without_asking(fake_llm, tmp_path: Path) -> None:
+    session, workspace, asker = run(fake_llm, tmp_path, "dont_ask", "allow_once", patch_call())
+    assert not asker.asked and workspace.reads == 0
+    assert (session.cwd / "a.txt").read_text() == "one\n"
 
 
 def test_tools_without_a_preview_are_asked_without_a_diff(fake_llm, tmp_path: Path) -> None:
