@@ -96,7 +96,7 @@ def new_session(
         ),
     )
     if config.summary_model:
-        from talaria.agent.context.compaction import ProviderSummarizer
+        from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
     if history is not None:

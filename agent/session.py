@@ -23,7 +23,7 @@ from talaria.tools.state import ToolState
 from talaria.tools.workspace import Workspace
 
 if TYPE_CHECKING:
-    from talaria.agent.context.compaction import Summarizer
+    from talaria.agent.context.summarizer import Summarizer
 
 
 @dataclass(slots=True)

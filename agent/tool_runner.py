@@ -26,10 +26,10 @@ from talaria.agent.events import (
 )
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.tools.context import ToolContext
 from talaria.tools.errors import ToolError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import ToolSpec
-from talaria.tools.workspace import ToolContext
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.errors import WorkspaceError
 from talaria.tools.paths import display, resolve
 from talaria.tools.read_file import split_lines
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext
 from talaria.tools.write_file import newline_of, with_newline
 
 MAX_DIFF_CHARS = 20_000

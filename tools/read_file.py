@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import WorkspaceError
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000

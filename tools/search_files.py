@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

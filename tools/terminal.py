@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 MAX_ITEMS = 100

@@ -2,23 +2,22 @@
 
 Implementations: `talaria.tools.local.workspace.LocalWorkspace` (disk and subprocesses) and, in the ACP door,
 `EditorWorkspace` (the editor's `fs/*` and `terminal/*` methods, falling back to local per
-capability). Tools receive a `ToolContext` carrying the workspace of their session.
+capability). Tools receive it in their `ToolContext` (talaria.tools.context).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 from talaria.tools.errors import WorkspaceError
-from talaria.tools.state import ToolState
 
-__all__ = ["CommandResult", "SearchMatch", "ToolContext", "Workspace", "WorkspaceError"]
+__all__ = ["CommandResult", "SearchMatch", "Workspace", "WorkspaceError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,27 +83,3 @@ class Workspace(Protocol):
         the command runs confined by it (`talaria.tools.sandbox.tiers.prepare`), in the
         editor's terminal too; raises WorkspaceError when the sandbox cannot be set up."""
         ...
-
-
-@dataclass(slots=True)
-class ToolContext:
-    """What a tool handler gets besides its arguments."""
-
-    workspace: Workspace
-    session_id: str = ""
-    tool_call_id: str = ""
-    state: ToolState = field(default_factory=ToolState)
-    """The session's tool state (todo list, execute_code kernel...)."""
-    report: Callable[[dict[str, Any]], Awaitable[None]] | None = None
-    """Send an intermediate update of this call to the front door, e.g.
-    {"terminal_id": "..."} or {"plan": [...]}."""
-    call_tool: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
-    """Dispatch another tool through the same checks (used by execute_code)."""
-    sandbox: SandboxSpec | None = None
-    """Set when the user has not seen this call: the processes it starts run confined by it."""
-    conceal: Callable[[Path], bool] | None = None
-    """Paths whose contents this call must not show (secrets it was not allowed to target)."""
-
-    @property
-    def cwd(self) -> Path:
-        return self.workspace.cwd

@@ -115,11 +115,11 @@ def load(source: str) -> Any:
 def load_all(source: str, *, first: bool = False) -> list[Any]:
     """Every Trajectory of a file (one per ShareGPT line), or the session with that id."""
     from talaria.agent.trajectories.load import (
-        TrajectoryNotFound,
         load_trajectory,
         load_trajectory_file,
         load_trajectory_rows,
     )
+    from talaria.agent.trajectories.model import TrajectoryNotFound
 
     path = Path(source)
     try:

@@ -20,14 +20,15 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
 from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
+from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
 from talaria.agent.events import Compacted
-from talaria.agent.providers.base import Message, Provider, TextDelta, call_arguments
+from talaria.agent.providers.base import Message, call_arguments
 from talaria.agent.session import Session
 
 log = logging.getLogger(__name__)
@@ -56,29 +57,6 @@ Use exactly these sections:
 ## Files touched
 ## Key decisions (and why)
 """
-
-
-class Summarizer(Protocol):
-    async def summarize(self, instructions: str, transcript: str) -> str: ...
-
-
-@dataclass(slots=True)
-class ProviderSummarizer:
-    """Summaries from a model (the session's own by default, or `summary_model`)."""
-
-    provider: Provider
-    max_tokens: int = 2_000
-
-    async def summarize(self, instructions: str, transcript: str) -> str:
-        messages: list[Message] = [
-            {"role": "system", "content": instructions},
-            {"role": "user", "content": transcript},
-        ]
-        parts: list[str] = []
-        async for event in self.provider.stream(messages, [], max_tokens=self.max_tokens):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-        return "".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

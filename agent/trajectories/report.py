@@ -247,7 +247,7 @@ def _table(tasks: list[Task]) -> str:
 
 def _details(entries: list[dict[str, Any]], tasks: list[Task]) -> str:
     from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
-    from talaria.agent.trajectories.load import build
+    from talaria.agent.trajectories.model import build
 
     out = ["<h2>Conversations</h2>"]
     for entry, task in list(zip(entries, tasks, strict=True))[:BATCH_DETAIL_LIMIT]:

@@ -11,9 +11,10 @@ import pytest
 from talaria.agent.tool_runner import invoke
 from talaria.tools import terminal
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.sandbox.tiers import SandboxSpec
-from talaria.tools.workspace import CommandResult, ToolContext
+from talaria.tools.workspace import CommandResult
 
 pytestmark = pytest.mark.anyio
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import anyio
 
+from talaria.tools.context import ToolContext
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
 from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
 from talaria.tools.registry import REGISTRY, ToolSpec, tool
-from talaria.tools.workspace import ToolContext
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools a script may call; never execute_code itself."""

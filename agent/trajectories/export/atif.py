@@ -30,8 +30,8 @@ import json
 from importlib import metadata
 from typing import Any
 
-from talaria.agent.trajectories.export import content_text, images
-from talaria.agent.trajectories.load import Message, Trajectory, TurnUsage, iso_time
+from talaria.agent.trajectories.export.common import content_text, images
+from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time
 
 SCHEMA_VERSION = "ATIF-v1.4"
 SOURCE_KEYS = ("prompt_index", "task_id", "status", "reason", "error")

@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 
 from talaria.agent.trajectories.export import ExportError, ToolCatalog, export
-from talaria.agent.trajectories.load import (
-    ROWS_NAMED,
-    TrajectoryNotFound,
-    UnreadableRows,
-    build,
-    load_trajectory_rows,
-)
+from talaria.agent.trajectories.load import ROWS_NAMED, UnreadableRows, load_trajectory_rows
+from talaria.agent.trajectories.model import TrajectoryNotFound, build
 from tests import TESTS
 
 FIXTURE = TESTS / "golden" / "transcript.jsonl"
