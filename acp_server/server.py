@@ -145,12 +145,12 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
         session = self._build(cwd, model=None)
         return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
 
-    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
         session = self._restore(params)
@@ -161,7 +161,7 @@ class AcpServer:
             await self._notify(session.id, update)
         return Reply(self._state(session), then=self._commands(session))
 
-    async def resume_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def resume_session(self, params: dict[str, Any]) -> Reply:
         session = self._restore(params)
         return Reply(self._state(session), then=self._commands(session))
 
