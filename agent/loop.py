@@ -67,7 +67,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
         used = max(session.last_usage, _count_context(session))
-        if needs_compaction(session, used, session.compact_threshold):
+        if needs_compaction(session, used):
             await compact_session(session, reason="auto")
         try:
             message, calls, finish = await query(session, emit)

@@ -48,7 +48,7 @@ ESSENTIAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE",
 class ExecSettings:
     """One session's execute_code settings; front doors build it from `Config`."""
 
-    mode: str = "project"
+    mode: str = MODES[0]
     """project (session cwd, project's python) or strict (staging dir, Talaria's python)."""
     timeout: float = TIMEOUT_S
     kill_grace: float = KILL_GRACE_S
