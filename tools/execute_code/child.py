@@ -14,6 +14,8 @@ there is no path anyone else could connect to):
     kernel -> agent   {"op": "call", "id": K, "cell": N, "tool": NAME, "args": {...}}
                       {"op": "done", "cell": N, "exit_code": INT, "error": "Type: msg" | null}
 
+`done` carries `"tmp_full": BYTES` (TMPDIR's size) when the cell left TMPDIR full.
+
 `hermes_tools` is built in memory from SOURCE, never written to disk. Cells run in one
 persistent namespace. stdout and stderr are the process's own fds (pipes to the agent, so a
 subprocess's output is caught too); after a cell the kernel writes the cell's marker to both,
@@ -27,12 +29,19 @@ import builtins
 import contextlib
 import json
 import os
-import queue
 import signal
 import site
 import sys
 import threading
 import types
+
+try:
+    from _queue import Empty, SimpleQueue  # `queue` itself costs a cold start ~0.5 ms
+except ImportError:  # not CPython
+    from queue import Empty, SimpleQueue
+
+TMP_FULL_BYTES = 1024 * 1024
+"""Less free space than this in TMPDIR after a cell: reported as full."""
 
 
 def die() -> None:
@@ -79,8 +88,8 @@ class LateSite:
 class Channel:
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.control: queue.Queue = queue.Queue()
-        self.results: queue.Queue = queue.Queue()
+        self.control = SimpleQueue()
+        self.results = SimpleQueue()
         self.send_lock = threading.Lock()
         self.call_lock = threading.Lock()
         self.cell = 0
@@ -170,7 +179,20 @@ def run_cell(chan: Channel, namespace: dict, frame: dict) -> None:
     for fd in (1, 2):
         with contextlib.suppress(OSError):  # the script closed it: the agent waits a moment
             os.write(fd, marker)
-    chan.send({"op": "done", "cell": chan.cell, "exit_code": exit_code, "error": error})
+    done = {"op": "done", "cell": chan.cell, "exit_code": exit_code, "error": error}
+    size = tmp_full()
+    if size:
+        done["tmp_full"] = size
+    chan.send(done)
+
+
+def tmp_full() -> int:
+    """TMPDIR's size when less than TMP_FULL_BYTES of it are free, else 0."""
+    try:
+        st = os.statvfs(os.environ.get("TMPDIR") or "/tmp")
+    except OSError:
+        return 0
+    return st.f_blocks * st.f_frsize if st.f_bavail * st.f_frsize < TMP_FULL_BYTES else 0
 
 
 def main(argv: list) -> None:
@@ -188,7 +210,7 @@ def main(argv: list) -> None:
     while True:
         try:
             frame = chan.control.get(timeout=idle)
-        except queue.Empty:
+        except Empty:
             die()
         if frame.get("op") == "run":
             run_cell(chan, namespace, frame)

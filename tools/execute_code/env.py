@@ -63,6 +63,8 @@ class ExecSettings:
     """Spilled output and scratch dirs; default `$TALARIA_HOME/cache/exec`."""
     tier: str | None = None
     """Sandbox tier override (bubblewrap, landlock, rlimits); None detects the best."""
+    tmp_bytes: int | None = None
+    """Bound on the kernel's temporary files (TMPDIR); None: the sandbox's `Limits.tmp_bytes`."""
 
     def cache(self) -> Path:
         if self.cache_dir is not None:

@@ -6,12 +6,16 @@ Workspace (so in an editor `read_file` and `patch` become `fs/*` requests). Only
 script prints returns to the model. A session's calls share one kernel: its place in a
 `KernelPool` is `ctx.state["kernels"]` (a front door may share one pool among its sessions),
 its settings `ctx.state["exec_settings"]`, and `ctx.state["on_close"]` stops it with the session.
+`prestart(session.state, session.cwd, session.id)` when a session starts has its kernel ready
+by the first call; after a script times out or dies, the replacement is started at once.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,6 +32,9 @@ EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools a script may call; never execute_code itself."""
 SETTINGS_KEY = "exec_settings"
 KERNEL_KEY = "kernels"
+MiB = 1024 * 1024
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -66,7 +73,7 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if ctx.call_tool is None:
         return {"error": "execute_code cannot dispatch tool calls here"}
     settings: ExecSettings = ctx.state.get(SETTINGS_KEY) or ExecSettings()
-    slot = session_kernel(ctx, settings)
+    slot = session_kernel(ctx.state, settings, ctx.session_id)
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
@@ -85,18 +92,37 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         raise
     if cell.status in ("timeout", "interrupted"):
         slot.discard(None)  # already dead; this result says so
+        prestart(ctx.state, ctx.cwd, ctx.session_id)  # the model will likely try again
     return result(cell, kernel, settings, fresh=fresh, ended=ended)
 
 
-def session_kernel(ctx: ToolContext, settings: ExecSettings) -> SessionKernel:
+def prestart(state: dict[str, Any], cwd: Path, session_id: str) -> bool:
+    """Start the session's kernel ahead of its first script, so that the first call costs
+    what a warm one does. Call it when a session starts, on the event loop's thread (it
+    spawns the process; see `Kernel.spawn`); it returns at once. Returns whether it started
+    a kernel; a failure is left for the first call to report."""
+    settings: ExecSettings = state.get(SETTINGS_KEY) or ExecSettings()
+    slot = session_kernel(state, settings, session_id)
+    env = dict(os.environ)
+    try:
+        return slot.prestart(
+            fingerprint(settings, cwd, env),
+            lambda: Kernel.spawn(settings, cwd, stub_source(EXEC_TOOLS), env))
+    except KernelError as exc:
+        log.info("execute_code: could not prestart a kernel: %s", exc)
+        return False
+
+
+def session_kernel(state: dict[str, Any], settings: ExecSettings,
+                   session_id: str) -> SessionKernel:
     """The session's kernel slot: in its own pool unless a front door put one (of a pool
     shared by its sessions) in the state. It is stopped when the session closes."""
-    slot = ctx.state.get(KERNEL_KEY)
+    slot = state.get(KERNEL_KEY)
     if slot is None:
         pool = KernelPool(settings.max_kernels, settings.idle_s)
-        slot = ctx.state[KERNEL_KEY] = pool.session(ctx.session_id)
-    on_close = ctx.state.setdefault("on_close", {})
-    if "execute_code" not in on_close:  # the session's first script
+        slot = state[KERNEL_KEY] = pool.session(session_id)
+    on_close = state.setdefault("on_close", {})
+    if "execute_code" not in on_close:  # the session's first use
         on_close["execute_code"] = slot.close
         prune_cache(settings.cache())
     return slot
@@ -120,6 +146,11 @@ def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,
         if stderr_omitted:
             out["stderr_omitted_bytes"] = stderr_omitted
         out["error"] = _error(cell, settings)
+    if cell.tmp_full:
+        out["tmp_full"] = (f"TMPDIR is full: the sandbox's temporary files are limited to "
+                           f"{cell.tmp_full / MiB:.0f} MiB and writing more there fails with "
+                           "'No space left on device'. Delete what is no longer needed, or "
+                           "write large outputs into the project.")
     if fresh:
         out["kernel"] = "new" + (f": the previous one ended because {ended}" if ended else "")
         if kernel.warnings:
@@ -127,10 +158,17 @@ def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,
     return out
 
 
+SANDBOX_SAYS = "talaria-sandbox: "
+"""How the sandbox launcher's own messages on stderr begin (why it stopped a kernel)."""
+
+
 def _error(cell: Cell, settings: ExecSettings) -> str:
     lost = "variables from earlier calls are gone; the next call starts a fresh interpreter"
     if cell.status == "timeout":
         return f"Timed out after {settings.timeout:g} s and was killed: {lost}."
     if cell.status == "interrupted":
-        return f"The interpreter died mid-script (exit {cell.exit_code}): {lost}."
+        why = [ln[len(SANDBOX_SAYS):] for ln in cell.stderr.result()[0].splitlines()
+               if ln.startswith(SANDBOX_SAYS)]
+        because = f" because {why[-1]}" if why else ""
+        return f"The interpreter died mid-script (exit {cell.exit_code}){because}: {lost}."
     return f"The script failed (exit {cell.exit_code}): {cell.error or 'see stderr'}"
