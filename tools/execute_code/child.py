@@ -3,12 +3,14 @@
 Run as `python -I -S -u child.py --fd N --tag TAG`. Standard library only and Python 3.8
 syntax: it runs under whatever interpreter the project uses, from a read-only location.
 `-S` because `site` costs most of a cold start (one editable install's .pth alone took 20 ms
-here): `LateSite` runs it once the first cell is done, or at the first import that needs it.
+here): `LateSite` runs it once the first cell is done, or at the first import that needs it;
+a kernel started ahead of its first script (`site_now`) runs it at once, while it waits.
 
 Wire: newline-delimited JSON frames over the inherited socket `N` (one end of a socketpair;
 there is no path anyone else could connect to):
 
-    agent -> kernel   {"op": "init", "stubs": SOURCE, "idle": SECONDS, "path": [DIR, ...]}
+    agent -> kernel   {"op": "init", "stubs": SOURCE, "idle": SECONDS, "path": [DIR, ...],
+                       "site_now": BOOL}
                       {"op": "run", "cell": N, "code": SOURCE, "marker": HEX}
                       {"op": "result", "id": K, "result": {...}}  or  {..., "error": "..."}
     kernel -> agent   {"op": "call", "id": K, "cell": N, "tool": NAME, "args": {...}}
@@ -204,6 +206,8 @@ def main(argv: list) -> None:
     init = chan.control.get()
     sys.path[:0] = init.get("path") or []
     late_site = LateSite()
+    if init.get("site_now"):
+        late_site.run()
     load_stubs(chan, init["stubs"])
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     idle = init.get("idle")

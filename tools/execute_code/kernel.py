@@ -100,12 +100,19 @@ class Kernel:
 
     @classmethod
     def spawn(cls, settings: ExecSettings, cwd: Path, stubs: str,
-              env: dict[str, str] | None = None) -> Kernel:
+              env: dict[str, str] | None = None, *, ahead: bool = False) -> Kernel:
         """Start a kernel in the sandbox and hand it the `hermes_tools` source; returns as soon
         as the process exists (~1 ms): the interpreter boots meanwhile, and the first `run`
-        waits for it. Call it on the event loop's thread, never a worker thread: a
+        waits for it. `ahead`: no script is on its way, so the kernel may finish its setup
+        (`site`) first. Call it on the event loop's thread, never a worker thread: a
         parent-death signal set by the sandbox fires when the *thread* that forked exits."""
-        from talaria.tools.sandbox.tiers import Limits, SandboxError, SandboxSpec, prepare
+        from talaria.tools.sandbox.tiers import (
+            Limits,
+            SandboxError,
+            SandboxSpec,
+            precompile,
+            prepare,
+        )
 
         env = dict(os.environ if env is None else env)
         tag = f"talaria-kernel-{secrets.token_hex(6)}"
@@ -113,6 +120,7 @@ class Kernel:
         python, warnings = interpreter(settings.mode, env)
         strict = settings.mode == "strict"
         workdir = scratch if strict else cwd
+        precompile(KERNEL_MAIN)
         parent, child = socket.socketpair()
         try:
             scratch.mkdir(parents=True)
@@ -143,7 +151,8 @@ class Kernel:
                      tuple(warnings) + tuple(prepared.warnings), prepared.cleanup,
                      procs.track(proc.pid, "execute_code"))
         path = [] if strict else [str(workdir)]
-        init = {"op": "init", "stubs": stubs, "idle": settings.idle_s, "path": path}
+        init = {"op": "init", "stubs": stubs, "idle": settings.idle_s, "path": path,
+                "site_now": ahead}
         # A socketpair takes ~200 KB at once, the stubs are a few KB: this does not block, and
         # what the socket would not take waits in `_unsent` for the next `send`.
         kernel._unsent = _encode(init)

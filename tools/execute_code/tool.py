@@ -107,7 +107,7 @@ def prestart(state: dict[str, Any], cwd: Path, session_id: str) -> bool:
     try:
         return slot.prestart(
             fingerprint(settings, cwd, env),
-            lambda: Kernel.spawn(settings, cwd, stub_source(EXEC_TOOLS), env))
+            lambda: Kernel.spawn(settings, cwd, stub_source(EXEC_TOOLS), env, ahead=True))
     except KernelError as exc:
         log.info("execute_code: could not prestart a kernel: %s", exc)
         return False

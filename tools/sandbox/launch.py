@@ -1,7 +1,8 @@
 """The sandbox's first program: confine itself, then run the command.
 
-Run as `python -I -S launch.py CONFIG_JSON -- ARGV...` (built by
-`talaria.tools.sandbox.tiers.prepare`; inside bwrap in the bubblewrap tier). Standard library
+Run as `python -I -S -c tiers.BOOT CONFIG_JSON -- ARGV...` (built by
+`talaria.tools.sandbox.tiers.prepare`; inside bwrap in the bubblewrap tier), or as a script
+`python -I -S launch.py CONFIG_JSON -- ARGV...`. Standard library
 only. In order: the pids cgroup (root), parent-death signal, resource limits, (bubblewrap, as
 root) a per-namespace `pid_max` and a read-only /proc/sys, (other tiers, where it may mount) a
 sized tmpfs on TMPDIR in a mount namespace of its own, TMPDIR, no_new_privs, (as root) an empty
@@ -217,14 +218,18 @@ def run_here(command: list[str]) -> None:
     """Run the script in this process instead of exec'ing a second interpreter (~20 ms of a
     cold start). Confinement is already in place; Python's own signal setup is what the
     script would get after an exec anyway. What `runpy.run_path` does for a plain file, without
-    importing runpy (~1 ms)."""
+    importing runpy (~1 ms), and from the script's cached bytecode when it is current
+    (compiling the kernel's source took ~8 ms; the agent writes the cache, see `tiers`)."""
+    # importlib.machinery's loader, without importing the importlib package (~1 ms).
+    from _frozen_importlib_external import SourceFileLoader
+
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(write_through=True)  # what -u gives
     path = command[4]
     sys.argv = command[4:]
-    sys.path.remove(HERE)  # as `python -I path` would have it: no script dir on the path
-    with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec")
+    while HERE in sys.path:  # as `python -I path` would have it: no script dir on the path
+        sys.path.remove(HERE)
+    code = SourceFileLoader("__main__", path).get_code("__main__")
     main = type(sys)("__main__")
     main.__file__ = path
     sys.modules["__main__"] = main

@@ -467,7 +467,7 @@ def test_landlock_private_tmp_is_removed(tmp_path: Path) -> None:
     if "landlock" not in TIERS:
         pytest.skip("no Landlock here")
     prepared = prepare(["true"], SandboxSpec(writable=(tmp_path,)), tier="landlock")
-    tmpdir = json.loads(prepared.argv[prepared.argv.index(str(sandbox.LAUNCHER)) + 1])["tmpdir"]
+    tmpdir = json.loads(prepared.argv[prepared.argv.index(sandbox.BOOT) + 1])["tmpdir"]
     assert Path(tmpdir).is_dir()
     prepared.cleanup()
     assert not Path(tmpdir).exists()
@@ -487,3 +487,22 @@ def test_warnings_name_what_a_tier_does_not_bound(tier: str, tmp_path: Path) -> 
     unbounded = ROOT and ((tier == "landlock" and not PIDS_CGROUP) or (
         tier == "bubblewrap" and sandbox._kernel() < sandbox.PER_NS_PID_MAX))
     assert ("process count is not limited" in warnings) is unbounded
+
+
+def test_the_launcher_runs_from_current_bytecode(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`prepare` refreshes launch.py's cached bytecode (a sandbox cannot write it), and the
+    launcher still runs when the cache is stale or missing (it compiles the source then)."""
+    import importlib.util
+
+    cached = Path(importlib.util.cache_from_source(str(sandbox.LAUNCHER)))
+    monkeypatch.setattr(sandbox, "_compiled", set())
+    cached.unlink(missing_ok=True)
+    run(TIERS[0], ["tag=first"], SandboxSpec(writable=(tmp_path,)))
+    assert cached.read_bytes()[:4] == importlib.util.MAGIC_NUMBER
+    cached.write_bytes(b"stale")  # written meanwhile by something else: ignored, not trusted
+    r = run(TIERS[0], [f"write={tmp_path / 'x'}"], SandboxSpec(writable=(tmp_path,)))
+    assert r[f"write={tmp_path / 'x'}"]["ok"]
+    sandbox._compiled.clear()
+    sandbox.precompile(sandbox.LAUNCHER)
+    assert cached.read_bytes()[:4] == importlib.util.MAGIC_NUMBER
