@@ -106,13 +106,8 @@ class Kernel:
         waits for it. `ahead`: no script is on its way, so the kernel may finish its setup
         (`site`) first. Call it on the event loop's thread, never a worker thread: a
         parent-death signal set by the sandbox fires when the *thread* that forked exits."""
-        from talaria.tools.sandbox.tiers import (
-            Limits,
-            SandboxError,
-            SandboxSpec,
-            precompile,
-            prepare,
-        )
+        from talaria.tools.sandbox.bytecode import precompile
+        from talaria.tools.sandbox.tiers import Limits, SandboxError, SandboxSpec, prepare
 
         env = dict(os.environ if env is None else env)
         tag = f"talaria-kernel-{secrets.token_hex(6)}"

@@ -75,6 +75,7 @@ from pathlib import Path
 from talaria.tools.sandbox import cgroup as sandbox_cgroup
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
+from talaria.tools.sandbox.bytecode import precompile
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ PYTHON = sys.executable
 LAUNCHER = Path(__file__).resolve().with_name("launch.py")
 BOOT = f"import sys; sys.path.insert(0, {str(LAUNCHER.parent)!r}); from launch import main; main(sys.argv)"
 """`python -c BOOT CONFIG -- ARGV`: the launcher imported as a module, so run from its cached
-bytecode (`precompile`); run as a script, it was compiled at every start (~8 ms)."""
+bytecode (`bytecode.precompile`); run as a script, it was compiled at every start (~8 ms)."""
 PACKAGE_ROOT = LAUNCHER.parents[2]
 """talaria's own files (the kernel's child script among them): readable inside the sandbox."""
 DETECT_TIMEOUT_S = 10.0
@@ -286,39 +287,6 @@ def _run_all(cleanups: list[Callable[[], None]]) -> Callable[[], None]:
             cleanup()
 
     return run
-
-
-_compiled: set[Path] = set()
-
-
-def precompile(path: Path) -> None:
-    """Write `path`'s cached bytecode (`__pycache__`) unless it is current: a sandbox cannot
-    write it, so without it each sandboxed start compiles the source again. Checked once per
-    path and process; a read-only install keeps what pip compiled. Done whatever
-    PYTHONDONTWRITEBYTECODE says: these are Talaria's own files, and the processes that load
-    them run with -I, which ignores that variable anyway."""
-    if path in _compiled:
-        return
-    _compiled.add(path)
-    import importlib.util
-
-    cached = importlib.util.cache_from_source(str(path))
-    try:
-        st = path.stat()
-        with open(cached, "rb") as f:
-            header = f.read(16)
-        if (header[:4] == importlib.util.MAGIC_NUMBER and header[4:8] == b"\0\0\0\0"
-                and int.from_bytes(header[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
-                and int.from_bytes(header[12:16], "little") == st.st_size & 0xFFFFFFFF):
-            return
-    except OSError:
-        pass
-    import py_compile
-
-    try:
-        py_compile.compile(str(path), cached, doraise=True)
-    except (OSError, py_compile.PyCompileError) as exc:
-        log.debug("sandbox: cannot cache bytecode for %s: %s", path, exc)
 
 
 def _within(path: str, directory: str) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from talaria.tools import procs
-from talaria.tools.sandbox import cgroup
+from talaria.tools.sandbox import bytecode, cgroup
 from talaria.tools.sandbox import tiers as sandbox
 from talaria.tools.sandbox.tiers import Limits, SandboxSpec, prepare
 from tests import ROOT as REPO
@@ -496,13 +496,13 @@ def test_the_launcher_runs_from_current_bytecode(tmp_path: Path,
     import importlib.util
 
     cached = Path(importlib.util.cache_from_source(str(sandbox.LAUNCHER)))
-    monkeypatch.setattr(sandbox, "_compiled", set())
+    monkeypatch.setattr(bytecode, "_compiled", set())
     cached.unlink(missing_ok=True)
     run(TIERS[0], ["tag=first"], SandboxSpec(writable=(tmp_path,)))
     assert cached.read_bytes()[:4] == importlib.util.MAGIC_NUMBER
     cached.write_bytes(b"stale")  # written meanwhile by something else: ignored, not trusted
     r = run(TIERS[0], [f"write={tmp_path / 'x'}"], SandboxSpec(writable=(tmp_path,)))
     assert r[f"write={tmp_path / 'x'}"]["ok"]
-    sandbox._compiled.clear()
-    sandbox.precompile(sandbox.LAUNCHER)
+    bytecode._compiled.clear()
+    bytecode.precompile(sandbox.LAUNCHER)
     assert cached.read_bytes()[:4] == importlib.util.MAGIC_NUMBER
