@@ -117,11 +117,11 @@ class KernelPool:
                              else None)
 
     def _evict(self, keep: int) -> None:
-        for key in [k for k, kernel in self.kernels.items() if not kernel.busy]:
+        for key, kernel in [(k, kernel) for k, kernel in self.kernels.items() if not kernel.busy]:
             if len(self.kernels) <= keep:
                 break
             self.discard(key, f"at most {self.max_live} kernels run at once (least recently "
-                              "used stopped)")
+                              "used stopped)" if kernel.cells else None)
 
     def session(self, key: str) -> SessionKernel:
         return SessionKernel(self, key)
