@@ -133,7 +133,10 @@ def drop_capabilities() -> None:
 
 
 def join_cgroup(path: str) -> None:
-    """Move this process (and so all it starts) into the pids cgroup the caller made."""
+    """Move this process (and so all it starts) into the pids cgroup the caller made: done
+    by `early` while we were imported, else now."""
+    if "early" in sys.modules and sys.modules["early"].joined(path):
+        return
     with open(os.path.join(path, "cgroup.procs"), "w") as f:
         f.write(str(os.getpid()))
 

@@ -83,9 +83,13 @@ TIERS = ("bubblewrap", "landlock", "rlimits")
 PYTHON = sys.executable
 """Interpreter for the launcher; must be readable inside the sandbox."""
 LAUNCHER = Path(__file__).resolve().with_name("launch.py")
-BOOT = f"import sys; sys.path.insert(0, {str(LAUNCHER.parent)!r}); from launch import main; main(sys.argv)"
+BOOT = (f"import sys; sys.path.insert(0, {str(LAUNCHER.parent)!r}); import early; "
+        "from launch import main; main(sys.argv)")
 """`python -c BOOT CONFIG -- ARGV`: the launcher imported as a module, so run from its cached
-bytecode (`bytecode.precompile`); run as a script, it was compiled at every start (~8 ms)."""
+bytecode (`bytecode.precompile`); run as a script, it was compiled at every start (~8 ms).
+`early` joins the pids cgroup while `launch` is imported."""
+LAUNCHER_FILES = ("launch.py", "early.py", "landlock.py", "seccomp.py")
+"""What the launcher imports: their bytecode is cached by the agent, since a sandbox cannot."""
 PACKAGE_ROOT = LAUNCHER.parents[2]
 """talaria's own files (the kernel's child script among them): readable inside the sandbox."""
 DETECT_TIMEOUT_S = 10.0
@@ -251,11 +255,12 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
         group = sandbox_cgroup.create(limits.processes)
         if group is not None:
             cleanups.append(lambda: sandbox_cgroup.remove(group))
-    config = {"tier": tier, "limits": asdict(limits), "writable": writable,
+    config = {"cgroup": group, "tier": tier, "limits": asdict(limits), "writable": writable,
               "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
-              "tmp": [tmpdir] if tmpdir and tier != "bubblewrap" else [], "cgroup": group,
+              "tmp": [tmpdir] if tmpdir and tier != "bubblewrap" else [],
               "parent": None if tier == "bubblewrap" else os.getpid()}
-    precompile(LAUNCHER)
+    for name in LAUNCHER_FILES:
+        precompile(LAUNCHER.with_name(name))
     launch = [PYTHON, "-I", "-S", "-c", BOOT, json.dumps(config), "--", *argv]
     if tier == "bubblewrap":
         launch = [*_bwrap_args(spec, writable, hidden, exposed, tmpdir), "--", *launch]

@@ -506,3 +506,26 @@ def test_the_launcher_runs_from_current_bytecode(tmp_path: Path,
     bytecode._compiled.clear()
     bytecode.precompile(sandbox.LAUNCHER)
     assert cached.read_bytes()[:4] == importlib.util.MAGIC_NUMBER
+
+
+@pytest.mark.parametrize("boot", ["early", "script"])
+def test_a_root_sandbox_runs_in_its_pids_cgroup(boot: str, tmp_path: Path) -> None:
+    """Joined while the launcher imports (`early`), or after it parsed its config (run as a
+    script): either way before the command starts."""
+    if not PIDS_CGROUP:
+        pytest.skip("needs root and a writable pids cgroup")
+    prepared = prepare([sys.executable, "-I", "-S", str(PROBE), "read=/proc/self/cgroup"],
+                       SandboxSpec(writable=(tmp_path,)), tier="rlimits")
+    argv = prepared.argv
+    group = json.loads(argv[argv.index(sandbox.BOOT) + 1])["cgroup"]
+    if boot == "script":
+        at = argv.index("-c")
+        argv = [*argv[:at], str(sandbox.LAUNCHER), *argv[at + 2:]]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=PATIENCE_S,
+                              start_new_session=True)
+        text = json.loads(done.stdout.splitlines()[0])["text"]
+        assert group.endswith(next(line.split(":", 2)[2] for line in text.splitlines()
+                                   if ":pids:" in line or line.startswith("0::")))
+    finally:
+        prepared.cleanup()
