@@ -36,7 +36,6 @@ import signal
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -134,11 +133,15 @@ def ensure_watchdog() -> None:
     _watchdog_owner = os.getpid()
 
 
-@dataclass(slots=True)
 class Record:
-    """One recorded process group; `close()` once the group is gone (safe to call twice)."""
+    """One recorded process group; `close()` once the group is gone (safe to call twice).
+    (A plain class: `talaria acp` imports this module before it answers `initialize`, and a
+    dataclass costs a millisecond to build.)"""
 
-    path: Path | None
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
 
     def close(self) -> None:
         if self.path is not None:
