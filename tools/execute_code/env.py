@@ -67,6 +67,8 @@ class ExecSettings:
     """Paths the script may not change (edits the user rejected), when it runs unasked."""
     hidden: tuple[Path, ...] = ()
     """More paths to hide (`sensitive_paths`), when it runs unasked."""
+    tmp_bytes: int | None = None
+    """Bound on the kernel's temporary files (TMPDIR); None: the sandbox's `Limits.tmp_bytes`."""
 
     def cache(self) -> Path:
         if self.cache_dir is not None:
