@@ -140,7 +140,7 @@ class AcpServer:
             self._kernels = KernelPool()
         session = new_session(
             self.config, cwd=cwd, door=door, provider=provider, store=self.store, mode=mode,
-            session_id=session_id, history=history, kernels=self._kernels,
+            session_id=session_id, history=history, kernels=self._kernels, prestart=True,
         )
         self.sessions[session.id] = session
         return session

@@ -60,11 +60,14 @@ def new_session(
     tool_names: tuple[str, ...] = CORE_TOOLS,
     history: list[Message] | None = None,
     kernels: KernelPool | None = None,
+    prestart: bool = False,
 ) -> Session:
     """A new session, or with `history` a stored one brought back (store left as it is).
 
     `door` is bound to the session's id, so a front door makes the id first
     (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
+    `prestart`: start the execute_code kernel now (call on the event loop's thread), so the
+    first script costs what a warm one does.
     """
     registry = load_builtin_tools()
     session = Session(
@@ -99,6 +102,10 @@ def new_session(
         from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
+    if prestart and session.tool("execute_code") is not None:
+        from talaria.tools.execute_code.tool import prestart as prestart_kernel
+
+        prestart_kernel(session.tool_state, cwd, session.id)
     if history is not None:
         session.messages = list(history)
         for message in dangling_results(session.messages):

@@ -156,7 +156,7 @@ async def run_task(
         door = LocalDoor(LocalWorkspace(cwd), on_event=view,
                          asker=local_asker(policy or TerminalAsker()))
         session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
-                              store=store, mode="bypass" if yes else None)
+                              store=store, mode="bypass" if yes else None, prestart=True)
         reason = await run_turn(session, prompt)
         return reason, session.id, store.path
     finally:

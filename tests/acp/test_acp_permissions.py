@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from talaria.agent.permissions import MODES
+from talaria.tools.sandbox.tiers import BOOT
 from tests.acp_checks import check_turn, final
 from tests.acp_harness import Editor, server_env
 
@@ -88,7 +89,7 @@ def test_auto_asks_only_for_sensitive_paths_and_sandboxes_commands(tmp_path: Pat
     assert final(env)["status"] == final(git)["status"] == "failed"
     assert [path for path, _ in ed.writes] == [str(ed.project / "ok.txt")]
     (argv,) = launched(ed)  # the editor ran the sandbox launcher, which ran bash
-    assert argv[-3:] == ["bash", "-c", "true"] and any(a.endswith("launch.py") for a in argv)
+    assert argv[-3:] == ["bash", "-c", "true"] and BOOT in argv
 
 
 def test_dont_ask_refuses_what_was_not_approved_and_runs_the_rest_sandboxed(
