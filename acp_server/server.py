@@ -17,8 +17,8 @@ import anyio
 from talaria.acp_server import commands
 from talaria.acp_server.content import check_size, typed_text, user_content
 from talaria.acp_server.history import last_todos, replay_updates
-from talaria.acp_server.jsonrpc import Peer, PeerError, Reply, RpcError
-from talaria.acp_server.params import cwd_param, param, parse_cursor
+from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, PeerError, Reply, RpcError
+from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.updates import compaction, iso, to_update
 from talaria.agent.config import Config
@@ -146,7 +146,8 @@ class AcpServer:
         session_id = param(params, "sessionId")
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError.resource_not_found(f"unknown session {session_id}")
+            raise RpcError.resource_not_found(f"no session {quoted(session_id)} is open",
+                                              sessionId=session_id)
         return session
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
@@ -199,7 +200,8 @@ class AcpServer:
             return self.sessions[session_id]
         record = self.store.get_session(session_id)
         if record is None:
-            raise RpcError.resource_not_found(f"unknown session {session_id}")
+            raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
+                                              sessionId=session_id)
         history = self.store.messages(session_id, include_archived=False)
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
@@ -310,7 +312,7 @@ class AcpServer:
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
+        from talaria.agent.providers.errors import ProviderError
 
         session = self._session(params)
         if session.id in self.running:
@@ -329,10 +331,8 @@ class AcpServer:
                 return {"stopReason": "cancelled"}
             try:
                 reason = await run_turn(session, content, lambda e: self._emit(session.id, e))
-            except (AuthError, BillingError) as exc:
-                raise RpcError.auth_required(exc.user_message()) from None
             except ProviderError as exc:
-                raise RpcError.internal(exc.user_message()) from None
+                raise model_error(exc) from None
             return {"stopReason": reason}
         finally:
             if self.running.get(session.id) is scope:
@@ -390,6 +390,16 @@ class AcpServer:
         return lambda: self._notify(session.id, commands.available_update())
 
 
+def model_error(exc: Any) -> RpcError:
+    """A failed model call (a ProviderError) as the answer to `session/prompt`: -32000 when the
+    key was refused (clients then offer their sign-in, which runs `talaria setup`), -32050 for
+    every other cause; the message names the endpoint and what to do, `data` classifies it."""
+    from talaria.agent.providers.errors import AuthError
+
+    code = -32000 if isinstance(exc, AuthError) else MODEL_ERROR
+    return RpcError(code, exc.user_message(), exc.to_data())
+
+
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
     peer = Peer(reader, writer)
     server = AcpServer(peer, config, sandbox)
@@ -408,10 +418,12 @@ def main() -> int:
     sandbox = SandboxProbe()
     try:
         config = load_config()
+        # Unless TALARIA_LOG_LEVEL asks for more, stderr gets warnings and errors only.
+        explicit = config.sources.get("log_level") not in (None, "default")
+        setup_logging(config.home, config.log_level if explicit else None)
     except ValueError as exc:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
-    setup_logging(config.home, config.log_level)
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.

@@ -21,9 +21,18 @@ from talaria.agent.providers.base import (
     ToolDef,
     Usage,
 )
-from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.errors import (
+    ProviderError,
+    ServerError,
+    TimeoutError_,
+)
 from talaria.agent.providers.lazy import LoopBoundClient
-from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.retry import (
+    classify_error,
+    connection_error,
+    error_fields,
+    stall_guard,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows
@@ -64,6 +73,8 @@ class AnthropicProvider:
         self.thinking_budget = thinking_budget
         self.max_tokens = max_tokens
         self.stall_timeout = stall_timeout
+        self.endpoint = base_url or DEFAULT_BASE_URL
+        """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
             "anthropic", "AsyncAnthropic", timeout=timeout, api_key=api_key,
             auth_token=None if api_key else auth_token, base_url=base_url or DEFAULT_BASE_URL,
@@ -173,10 +184,8 @@ class AnthropicProvider:
 
     def _error(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return TimeoutError_("request timed out", provider=self.name)
-        if isinstance(exc, sdk.APIConnectionError):
-            return TimeoutError_(f"connection failed: {exc.__cause__ or exc}", provider=self.name)
+        if isinstance(exc, sdk.APIConnectionError):  # timeouts included
+            return connection_error(exc, self.name)
         if isinstance(exc, _transport_errors()):
             # The SDK lets HTTP-client errors through once the stream has started.
             message = f"connection lost mid-stream: {type(exc).__name__}: {exc}"

@@ -20,9 +20,18 @@ from talaria.agent.providers.base import (
     ToolDef,
     Usage,
 )
-from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.errors import (
+    ProviderError,
+    ServerError,
+    TimeoutError_,
+)
 from talaria.agent.providers.lazy import LoopBoundClient
-from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.retry import (
+    classify_error,
+    connection_error,
+    error_fields,
+    stall_guard,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {
@@ -53,6 +62,8 @@ class OpenAIProvider:
         self.name = name or f"openai:{model}"
         self.compat = compat
         self.stall_timeout = stall_timeout
+        self.endpoint = base_url or DEFAULT_BASE_URL
+        """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
             "openai", "AsyncOpenAI", timeout=timeout, api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
@@ -166,10 +177,8 @@ class OpenAIProvider:
 
     def _error(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return TimeoutError_("request timed out", provider=self.name)
-        if isinstance(exc, sdk.APIConnectionError):
-            return TimeoutError_(f"connection failed: {exc.__cause__ or exc}", provider=self.name)
+        if isinstance(exc, sdk.APIConnectionError):  # timeouts included
+            return connection_error(exc, self.name)
         if isinstance(exc, sdk.APIStatusError):
             message, code, type_ = error_fields(exc.body)
             return classify_error(

@@ -1,0 +1,136 @@
+"""JSON lines in and out of the JSON-RPC peer: any line decodes or fails cleanly, any reply encodes.
+
+Python's `json` is more liberal than JSON and than the ACP schema, and each gap once killed the
+server (issue 9): `NaN` and `Infinity` parse, `1e999` parses to an infinite float that cannot be
+written back, 100,000 `[` raise RecursionError, `\\ud800` parses to a string that cannot be
+encoded. So:
+
+    decode_line(line) -> (message, suspect)   ValueError (one line) for anything not JSON;
+                                              `suspect`: the line may hold a lone surrogate or
+                                              deep nesting, so `problem()` must look
+    problem(value, "params") -> str | None    "params.prompt[0].text is not valid Unicode ..."
+    repaired(value)                           lone surrogates replaced by U+FFFD
+    valid_id(value)                           null, an int64 or a valid string (the schema's RequestId)
+    encode(message) -> bytes                  one line; raises ValueError/TypeError if impossible
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+MAX_DEPTH = 100
+"""Deepest nesting accepted in `params` (arrays and objects). ACP messages nest about 6 deep,
+`_meta` a little more; deeper values could only exhaust the stack of code that walks them."""
+INT64 = 2**63
+MAX_ERROR_DATA_CHARS = 200
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A lone surrogate reaches a parsed string only through a \uD800-\uDFFF escape, or as raw
+# surrogate bytes (json.loads decodes bytes with "surrogatepass"). Valid pairs match too:
+# this only says when to look.
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_line(line: bytes) -> tuple[Any, bool]:
+    """The message on `line` and whether `problem()` needs to look at it (see the docstring)."""
+    try:
+        message = json.loads(line, parse_constant=_no_constants)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+    except ValueError as exc:  # also invalid UTF-8, and integers over 4300 digits
+        raise ValueError(first_line(str(exc))) from None
+    brackets = line.count(b"[") + line.count(b"{")  # C speed: a bound on the depth
+    return message, brackets > MAX_DEPTH or _SURROGATE_HINT.search(line) is not None
+
+
+def problem(value: Any, name: str) -> str | None:
+    """What makes `value` unusable: nesting deeper than MAX_DEPTH, or a string (or key) with a
+    lone surrogate, which no UTF-8 encoder (SQLite, the OS, the model's API) accepts."""
+    stack: list[tuple[Any, str, int]] = [(value, name, 1)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return f"{path} is not valid Unicode (it holds a lone surrogate)"
+        elif isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return f"{name} nests deeper than {MAX_DEPTH} levels"
+            if isinstance(item, list):
+                stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+                continue
+            for key, v in item.items():
+                if _LONE_SURROGATE.search(key):
+                    return f"a key in {path} is not valid Unicode (it holds a lone surrogate)"
+                stack.append((v, f"{path}.{key}", depth + 1))
+    return None
+
+
+def repaired(value: Any) -> Any:
+    """`value` with lone surrogates replaced by U+FFFD, as undecodable bytes read from a file
+    would be (for answers from the editor, which cannot be refused)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [repaired(v) for v in value]
+    if isinstance(value, dict):
+        return {repaired(k): repaired(v) for k, v in value.items()}
+    return value
+
+
+def valid_id(value: Any) -> bool:
+    """A request id the ACP schema allows and that can be echoed: null, an int64, a string."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return False  # floats too: 1.5, 1e999 and NaN cannot be echoed faithfully
+    if isinstance(value, int):
+        return -INT64 <= value < INT64
+    return _LONE_SURROGATE.search(value) is None
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One line of JSON. Raises ValueError (NaN, infinities, huge ints, deep nesting) or
+    TypeError (a value JSON has no form for)."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise ValueError("the message nests too deeply to encode") from None
+    # "replace": a lone surrogate (say, from an undecodable file name) must not kill the reply.
+    return (text + "\n").encode("utf-8", "replace")
+
+
+def first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:MAX_ERROR_DATA_CHARS] if lines else ""
+
+
+def _install_prefixes() -> list[str]:
+    # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages.
+    paths = {str(Path(__file__).resolve().parents[1])}
+    paths.update(
+        sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")
+    )
+    prefixes = {p.rstrip(os.sep) + os.sep for p in paths if p and len(p) > 1}
+    return sorted(prefixes, key=len, reverse=True)  # longest first: site-packages before stdlib
+
+
+_INSTALL_PREFIXES = _install_prefixes()
+
+
+def error_reason(exc: BaseException) -> str:
+    """`ClassName: first line of the message`, at most 200 chars, install paths stripped.
+
+    Goes to the editor's user in a -32603 `data`: the agent's own file layout is not theirs.
+    """
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    for prefix in _INSTALL_PREFIXES:
+        text = text.replace(prefix, "")
+    return first_line(text)
