@@ -9,7 +9,6 @@ from typing import Any
 
 from talaria.acp_server.jsonrpc import RpcError
 
-
 MAX_QUOTED_CHARS = 120
 """Longest client value quoted back in an error message (the whole of it goes in `data`)."""
 
