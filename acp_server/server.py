@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from talaria.acp_server import commands
-from talaria.acp_server.content import check_size, typed_text, user_content
+from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
 from talaria.acp_server.history import last_todos, replay_updates
 from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, PeerError, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
@@ -324,6 +324,7 @@ class AcpServer:
             with scope:
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
+                await count_off_loop(content)
                 command = commands.parse(typed_text(params["prompt"]))
                 if command is not None:
                     return {"stopReason": await commands.run(self, session, *command)}

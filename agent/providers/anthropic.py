@@ -76,7 +76,7 @@ class AnthropicProvider:
         self.endpoint = base_url or DEFAULT_BASE_URL
         """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
-            "anthropic", "AsyncAnthropic", timeout=timeout, api_key=api_key,
+            "anthropic", "AsyncAnthropic", timeout=timeout, warm="messages", api_key=api_key,
             auth_token=None if api_key else auth_token, base_url=base_url or DEFAULT_BASE_URL,
         )
 
@@ -116,7 +116,8 @@ class AnthropicProvider:
             # The API requires max_tokens > budget_tokens.
             request["max_tokens"] = max(request["max_tokens"], budget + 1024)
         try:
-            stream = await self._client.messages.create(**request)
+            client = await self._clients.load()  # the SDK loads off the event loop
+            stream = await client.messages.create(**request)
         except Exception as exc:
             raise self._error(exc) from exc
         try:

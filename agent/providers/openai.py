@@ -65,7 +65,7 @@ class OpenAIProvider:
         self.endpoint = base_url or DEFAULT_BASE_URL
         """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
-            "openai", "AsyncOpenAI", timeout=timeout, api_key=api_key,
+            "openai", "AsyncOpenAI", timeout=timeout, warm="chat.completions", api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
         )
 
@@ -94,7 +94,8 @@ class OpenAIProvider:
         if reasoning_effort:
             request["reasoning_effort"] = reasoning_effort
         try:
-            stream = await self._client.chat.completions.create(**request)
+            client = await self._clients.load()  # the SDK loads off the event loop
+            stream = await client.chat.completions.create(**request)
         except Exception as exc:
             raise self._error(exc) from exc
         try:
