@@ -64,9 +64,17 @@ class ProviderError(Exception):
         """What to do about it, in a sentence (may name the setting involved)."""
         return self.hint
 
-    def user_message(self) -> str:
+    def short_message(self) -> str:
+        """Who failed and how, without advice: for a notice that a retry follows."""
         who = self.provider + (f" at {self.endpoint}" if self.endpoint else "")
-        what = self.kind + (f" after {self.retries} retries" if self.retries else "")
+        return ": ".join(part for part in (who, self.kind, self.message.rstrip(". ")) if part)
+
+    def user_message(self) -> str:
+        """The whole story on one line: who, what (after how many retries), what to do."""
+        who = self.provider + (f" at {self.endpoint}" if self.endpoint else "")
+        what = self.kind
+        if self.retries:
+            what += f" after {self.retries} {'retry' if self.retries == 1 else 'retries'}"
         text = ": ".join(part for part in (who, what, self.message.rstrip(". ")) if part)
         advice = self.advice()
         return f"{text}. {advice}" if advice else text

@@ -247,11 +247,11 @@ class RetryingProvider:
                 retries += 1
                 attempt += 1
                 delay = self.delay_for(retries, error)
-                yield Retrying(attempt, delay, error.user_message(), provider.name)
+                yield Retrying(attempt, delay, error.short_message(), provider.name)
                 await self._sleep(delay)
             can_fall_back = error.retryable or isinstance(error, _FALLBACK_ON)
             if not can_fall_back or self._active + 1 >= len(self.providers):
                 raise error
             self._active += 1
             attempt += 1
-            yield Retrying(attempt, 0.0, error.user_message(), self.name)
+            yield Retrying(attempt, 0.0, error.short_message(), self.name)
