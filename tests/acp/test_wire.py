@@ -101,6 +101,24 @@ async def test_params_that_cannot_be_used_are_invalid_params(params: str, where:
     assert answer["error"]["data"].startswith(where)
 
 
+@pytest.mark.parametrize("levels", [wire.MAX_DEPTH + 1, wire.MAX_PARSE_DEPTH - 2])
+async def test_a_request_nested_too_deep_still_gets_its_id_back(levels: int) -> None:
+    params = b'{"a":' + b"[" * levels + b"]" * levels + b"}"
+    [answer] = await answers(b'{"jsonrpc":"2.0","id":"deep","method":"echo","params":' + params + b"}")
+    assert answer["id"] == "deep" and answer["error"]["code"] == -32602
+
+
+def test_nesting_counts_structure_not_brackets_in_strings() -> None:
+    assert wire.nesting(b'[[1],{"a":"[[[[{{"}]') == 2
+    assert wire.nesting(b'"a\\"[[" [x]') == 1
+    assert wire.nesting(b"[" * 1000) == 1000
+    assert wire.nesting(b'{"a":1}') == 1 and wire.nesting(b"1") == 0
+    with pytest.raises(ValueError, match="deeper than"):
+        wire.decode_line(b"[" * (wire.MAX_PARSE_DEPTH + 1) + b"]" * (wire.MAX_PARSE_DEPTH + 1))
+    message, suspect = wire.decode_line(b"[" * wire.MAX_PARSE_DEPTH + b"]" * wire.MAX_PARSE_DEPTH)
+    assert suspect and isinstance(message, list)
+
+
 async def test_a_valid_surrogate_pair_and_moderate_nesting_are_fine() -> None:
     params = {"emoji": "\U0001f600", "nested": json.loads("[" * 50 + "]" * 50)}
     line = b'{"jsonrpc":"2.0","id":8,"method":"echo","params":' + json.dumps(params).encode() + b"}"
@@ -153,18 +171,17 @@ async def test_a_result_or_error_json_cannot_carry_is_an_internal_error() -> Non
 
 
 async def test_an_answer_with_a_lone_surrogate_reaches_the_caller_mended() -> None:
-    async with serving() as (peer, wire_end, _):
-        async with anyio.create_task_group() as tg:
-            box: list[Any] = []
+    async with serving() as (peer, wire_end, _), anyio.create_task_group() as tg:
+        box: list[Any] = []
 
-            async def ask() -> None:
-                box.append(await peer.request("fs/read_text_file", {}))
+        async def ask() -> None:
+            box.append(await peer.request("fs/read_text_file", {}))
 
-            tg.start_soon(ask)
-            request = await wire_end.receive()
-            await wire_end.send_raw(
-                b'{"jsonrpc":"2.0","id":%d,"result":{"content":"a\\ud800b"}}\n' % request["id"]
-            )
+        tg.start_soon(ask)
+        request = await wire_end.receive()
+        await wire_end.send_raw(
+            b'{"jsonrpc":"2.0","id":%d,"result":{"content":"a\\ud800b"}}\n' % request["id"]
+        )
     assert box == [{"content": "a\ufffdb"}]
 
 
