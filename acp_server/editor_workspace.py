@@ -3,21 +3,25 @@
 Reads go through `fs/read_text_file` (unsaved buffers win), writes through
 `fs/write_text_file` (edits land in the editor's review UI), commands through
 `terminal/create` + `terminal/wait_for_exit` + `terminal/output`, always followed by
-`terminal/release`. Each capability the client does not advertise falls back to the local
-workspace, per capability: CodeCompanion advertises fs but no terminal.
+`terminal/release`; a sandboxed command reaches the editor wrapped in the sandbox launcher.
+Each capability the client does not advertise falls back to the local workspace, per
+capability: CodeCompanion advertises fs but no terminal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.local.workspace import LocalWorkspace, sandboxed
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
 
 FS_TIMEOUT = 30.0
 """Seconds to wait for an `fs/*` answer; some clients never answer what they don't know."""
@@ -42,18 +46,9 @@ class EditorWorkspace:
     async def read_text(self, path: Path) -> str:
         if not self.can_read:
             return await self.local.read_text(path)
-        try:
-            result = await self.peer.request(
-                "fs/read_text_file", {"sessionId": self.session_id, "path": str(path)},
-                timeout=FS_TIMEOUT,
-            )
-        except RpcError as exc:
-            if exc.code == NOT_FOUND or not path.exists():
-                raise FileNotFoundError(str(path)) from None
-            raise WorkspaceError(f"the editor could not read {path}: {exc.message}") from None
-        except PeerError as exc:
-            raise WorkspaceError(f"the editor did not answer the read of {path}: {exc}") from None
-        content = (result or {}).get("content")
+        result = await self._request("fs/read_text_file", {"path": str(path)}, FS_TIMEOUT,
+                                     reading=path)
+        content = result.get("content")
         if not isinstance(content, str):
             raise WorkspaceError(f"the editor returned no text for {path}")
         # Some clients (CodeCompanion) answer "" for a missing file instead of an error.
@@ -66,16 +61,7 @@ class EditorWorkspace:
     async def write_text(self, path: Path, text: str) -> None:
         if not self.can_write:
             return await self.local.write_text(path, text)
-        try:
-            await self.peer.request(
-                "fs/write_text_file",
-                {"sessionId": self.session_id, "path": str(path), "content": text},
-                timeout=FS_TIMEOUT,
-            )
-        except RpcError as exc:
-            raise WorkspaceError(f"the editor could not write {path}: {exc.message}") from None
-        except PeerError as exc:
-            raise WorkspaceError(f"the editor did not answer the write of {path}: {exc}") from None
+        await self._request("fs/write_text_file", {"path": str(path), "content": text}, FS_TIMEOUT)
 
     async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
         return await self.local.search(pattern, **kwargs)
@@ -88,17 +74,31 @@ class EditorWorkspace:
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         if not self.can_terminal:
-            return await self.local.run(
-                command, cwd=cwd, timeout=timeout, output_limit=output_limit, on_terminal=on_terminal
-            )
+            return await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
+                                        on_terminal=on_terminal, sandbox=sandbox)
+        argv, cleanup = ["bash", "-c", command], None
+        if sandbox is not None:  # the editor runs the sandbox launcher, which runs bash
+            prepared = await anyio.to_thread.run_sync(sandboxed, argv, sandbox, False)
+            argv, cleanup = prepared.argv, prepared.cleanup
+        try:
+            return await self._run_in_terminal(argv, cwd, timeout, output_limit, on_terminal)
+        finally:
+            if cleanup is not None:
+                cleanup()
+
+    async def _run_in_terminal(
+        self, argv: list[str], cwd: Path, timeout: float, output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None,
+    ) -> CommandResult:
         # Shielded: a cancel during terminal/create would drop its answer, and the editor's
         # process would run on, never killed nor released. A cancel that came meanwhile is
         # honoured at the first await below, which kills and releases the terminal.
         with anyio.CancelScope(shield=True):
             created = await self._call("terminal/create", {
-                "command": "bash", "args": ["-c", command], "cwd": str(cwd),
+                "command": argv[0], "args": argv[1:], "cwd": str(cwd),
                 "outputByteLimit": output_limit,
             })
         terminal_id = created.get("terminalId")
@@ -109,10 +109,8 @@ class EditorWorkspace:
                 await on_terminal(terminal_id)
             exit_status: dict[str, Any] | None = None
             with anyio.move_on_after(timeout):
-                exit_status = await self.peer.request(
-                    "terminal/wait_for_exit",
-                    {"sessionId": self.session_id, "terminalId": terminal_id}, timeout=None,
-                )
+                exit_status = await self._request(
+                    "terminal/wait_for_exit", {"terminalId": terminal_id}, None)
             if exit_status is None:
                 await self._call("terminal/kill", {"terminalId": terminal_id})
             output = await self._call("terminal/output", {"terminalId": terminal_id})
@@ -133,12 +131,19 @@ class EditorWorkspace:
         )
 
     async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._request(method, params, TERMINAL_CALL_TIMEOUT)
+
+    async def _request(self, method: str, params: dict[str, Any], timeout: float | None,
+                       *, reading: Path | None = None) -> dict[str, Any]:
+        """The editor's answer (`{}` for a null result). The one place where the editor's
+        failures become WorkspaceError, or FileNotFoundError for a missing file being read."""
         try:
             result = await self.peer.request(
-                method, {"sessionId": self.session_id, **params}, timeout=TERMINAL_CALL_TIMEOUT
-            )
+                method, {"sessionId": self.session_id, **params}, timeout=timeout)
         except RpcError as exc:
+            if reading is not None and (exc.code == NOT_FOUND or not reading.exists()):
+                raise FileNotFoundError(str(reading)) from None
             raise WorkspaceError(f"the editor's {method} failed: {exc.message}") from None
         except PeerError as exc:
             raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
-        return result or {}
+        return result if isinstance(result, dict) else {}

@@ -58,6 +58,7 @@ import anyio.abc
 
 from talaria.acp_server import wire
 from talaria.acp_server.wire import error_reason
+from talaria.tools.errors import TalariaError
 
 __all__ = ["ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout", "RpcError",
            "error_reason"]
@@ -80,6 +81,8 @@ MODEL_ERROR = -32050
 EOF_GRACE_SECONDS = 2.0
 """At EOF, handlers still running get this long to send their answers before being cancelled."""
 CANCEL_REQUEST = "$/cancel_request"
+MAX_ABANDONED = 1024
+"""Ids of requests given up on (cancelled, timed out) whose late answers are expected."""
 
 
 class RpcError(Exception):
@@ -139,7 +142,7 @@ class RpcError(Exception):
         return error
 
 
-class PeerError(Exception):
+class PeerError(TalariaError):
     """A request to the other side did not get an answer."""
 
 
@@ -183,6 +186,7 @@ class Peer:
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._waiting: dict[int, tuple[anyio.Event, list[JsonObject]]] = {}
+        self._abandoned: dict[int, None] = {}  # insertion-ordered: the oldest goes first
         self._in_flight: dict[Any, anyio.CancelScope] = {}
         self._ids = itertools.count(1)
         self._write_lock = anyio.Lock()
@@ -223,9 +227,11 @@ class Peer:
             with anyio.fail_after(timeout):
                 await done.wait()
         except TimeoutError:
+            self._abandon(request_id)
             await self._cancel_remote(request_id)
             raise RequestTimeout(f"{method}: no response within {timeout:g} s") from None
         except anyio.get_cancelled_exc_class():
+            self._abandon(request_id)
             with anyio.CancelScope(shield=True):
                 await self._cancel_remote(request_id)
             raise
@@ -236,6 +242,12 @@ class Peer:
         if "error" in box[0]:
             raise RpcError.from_json(box[0]["error"])
         return box[0].get("result")
+
+    def _abandon(self, request_id: int) -> None:
+        """Remember a request given up on: its answer may still come, and is no anomaly."""
+        self._abandoned[request_id] = None
+        if len(self._abandoned) > MAX_ABANDONED:
+            del self._abandoned[next(iter(self._abandoned))]
 
     async def notify(self, method: str, params: JsonObject | None = None) -> None:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params or {}})
@@ -332,7 +344,11 @@ class Peer:
         msg_id = msg.get("id")
         waiting = self._waiting.get(msg_id) if wire.valid_id(msg_id) else None
         if waiting is None:
-            log.warning("response to an unknown or expired request id %r", msg_id)
+            if wire.valid_id(msg_id) and msg_id in self._abandoned:  # e.g. a prompt after Ctrl-C
+                del self._abandoned[msg_id]
+                log.debug("late response to abandoned request id %r", msg_id)
+            else:
+                log.warning("response to an unknown or expired request id %r", msg_id)
             return
         done, box = waiting
         box.append(msg)

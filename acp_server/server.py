@@ -8,45 +8,28 @@ from __future__ import annotations
 
 import gc
 import logging
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.acp_server import commands
-from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
-from talaria.acp_server.history import last_todos, replay_updates
-from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, PeerError, Reply, RpcError
+from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
-from talaria.acp_server.updates import compaction, iso, to_update
+from talaria.acp_server.updates import iso
+from talaria.acp_server.version import version
 from talaria.agent.config import Config
-from talaria.agent.events import Compacted
-from talaria.agent.permissions import MODES, PermissionAsk
-from talaria.agent.session import Session
-from talaria.agent.store import Store
+
+if TYPE_CHECKING:
+    from talaria.agent.session import Session
+    from talaria.agent.store import Store
+    from talaria.tools.execute_code.pool import KernelPool
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-VERSION = "0.1.0"
 LIST_PAGE = 50
 AUTH_METHOD = "setup"
-MODE_NAMES = {
-    "default": ("Default", "Ask before edits and commands"),
-    "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
-    "plan": ("Plan", "Read-only: no edits, no commands"),
-    "dont_ask": ("Don't ask", "No prompts, except for sensitive paths"),
-}
-EXEC_MODES = {"project": "the project (its own Python)", "strict": "a staging dir (Talaria's Python)"}
-EFFORTS = ("default", "low", "medium", "high")
-PERMISSION_OPTIONS = [
-    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
-]
 
 
 class AcpServer:
@@ -59,7 +42,7 @@ class AcpServer:
         self.running: dict[str, anyio.CancelScope] = {}
         """Session id -> the scope of its running `session/prompt` (see `cancel`)."""
         self._store: Store | None = None
-        self._kernels: Any = None
+        self._kernels: KernelPool | None = None
         """execute_code kernels of all sessions: one pool, so at most MAX_KERNELS live."""
         for method, handler in {
             "initialize": self.initialize, "authenticate": self.authenticate,
@@ -102,7 +85,7 @@ class AcpServer:
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
-            "agentInfo": {"name": "talaria", "title": "Talaria", "version": VERSION},
+            "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": [{
                 "id": AUTH_METHOD, "name": "Configure a model",
@@ -127,21 +110,6 @@ class AcpServer:
         except ProviderError as exc:
             raise RpcError.auth_required(exc.user_message()) from None
 
-    def _switch_model(self, model: str) -> Any:
-        """The provider for a model the user picked: a bad name is bad params, not auth."""
-        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
-        from talaria.agent.runtime import make_provider
-
-        name = model.partition(":")[2] if ":" in model else model
-        if not name.strip() or model.startswith(":"):
-            raise RpcError.invalid_params(f"model {model!r} must look like provider:model")
-        try:
-            return make_provider(self.config, model)
-        except (AuthError, BillingError) as exc:
-            raise RpcError.auth_required(exc.user_message()) from None
-        except ProviderError as exc:
-            raise RpcError.invalid_params(exc.user_message()) from None
-
     def _session(self, params: dict[str, Any]) -> Session:
         session_id = param(params, "sessionId")
         session = self.sessions.get(session_id)
@@ -152,26 +120,29 @@ class AcpServer:
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
                session_id: str | None = None, history: list[Any] | None = None) -> Session:
+        from talaria.acp_server.door import AcpDoor
         from talaria.acp_server.editor_workspace import EditorWorkspace
-        from talaria.agent.runtime import new_session
+        from talaria.agent.permissions import MODES
+        from talaria.agent.runtime import new_session, new_session_id
+        from talaria.tools.execute_code.pool import KernelPool
         from talaria.tools.local.workspace import LocalWorkspace
 
         provider = self._provider(model)
         if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
             mode = self.config.mode if self.config.mode in MODES else "default"
-        holder: dict[str, str] = {}
-        workspace = EditorWorkspace(self.peer, "", self.client_capabilities, LocalWorkspace(cwd))
-        session = new_session(
-            self.config, cwd=cwd, workspace=workspace, provider=provider, store=self.store,
-            asker=lambda ask: self._ask(holder["id"], ask), mode=mode, session_id=session_id,
-            history=history,
+        session_id = session_id or new_session_id()
+        workspace = EditorWorkspace(self.peer, session_id, self.client_capabilities, LocalWorkspace(cwd))
+        door = AcpDoor(
+            self.peer, session_id, workspace, compaction_updates=self._client_compaction(),
+            config_options=lambda: self._config_options(self.sessions[session_id]),
+            on_editor_gone=lambda: self.sessions[session_id].cancel(),
         )
-        holder["id"] = workspace.session_id = session.id
         if self._kernels is None:
-            from talaria.tools.execute_code.pool import KernelPool
-
             self._kernels = KernelPool()
-        session.state["kernels"] = self._kernels.session(session.id)
+        session = new_session(
+            self.config, cwd=cwd, door=door, provider=provider, store=self.store, mode=mode,
+            session_id=session_id, history=history, kernels=self._kernels,
+        )
         self.sessions[session.id] = session
         return session
 
@@ -181,11 +152,13 @@ class AcpServer:
         return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
 
     async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.acp_server.history import replay_updates
+
         session = self._restore(params)
         tools = {t.name: t for t in session.tools}
-        compactions = self._client_compaction()
+        assert session.store is not None
         for update in replay_updates(session.store.messages(session.id), tools,
-                                     compaction_updates=compactions):
+                                     compaction_updates=self._client_compaction()):
             await self._notify(session.id, update)
         return Reply(self._state(session), then=self._commands(session))
 
@@ -194,6 +167,9 @@ class AcpServer:
         return Reply(self._state(session), then=self._commands(session))
 
     def _restore(self, params: dict[str, Any]) -> Session:
+        from talaria.acp_server.history import last_todos
+        from talaria.agent.permissions import MODES
+
         session_id = param(params, "sessionId")
         cwd = cwd_param(params)
         if session_id in self.sessions:
@@ -208,7 +184,7 @@ class AcpServer:
                               session_id=session_id, history=history)
         session.title = record.title
         if (todos := last_todos(history)) is not None:
-            session.state["todos"] = todos  # the plan survives a restart
+            session.tool_state.todos = todos  # the plan survives a restart
         return session
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -237,80 +213,54 @@ class AcpServer:
     # -- modes and config options ---------------------------------------------------------
 
     def _state(self, session: Session) -> dict[str, Any]:
-        mode = session.permissions.mode if session.permissions.mode in MODES else "default"
+        from talaria.agent.options import current_mode, mode_choices
+
         return {
-            "modes": {"currentModeId": mode, "availableModes": [
-                {"id": m, "name": MODE_NAMES[m][0], "description": MODE_NAMES[m][1]} for m in MODES
+            "modes": {"currentModeId": current_mode(session), "availableModes": [
+                {"id": c.value, "name": c.name, "description": c.description}
+                for c in mode_choices()
             ]},
             "configOptions": self._config_options(session),
         }
 
     def _config_options(self, session: Session) -> list[dict[str, Any]]:
-        models = dict.fromkeys([session.provider.name, *(self.config.model or "").split()[:1],
-                                *self.config.fallback_models])
-        effort = session.state.get("reasoning_effort") or "default"
+        from talaria.agent.options import options
+
         return [
-            {"id": "mode", "name": "Mode", "category": "mode", "type": "select",
-             "currentValue": session.permissions.mode,
-             "options": [{"value": m, "name": MODE_NAMES[m][0]} for m in MODES]},
-            {"id": "model", "name": "Model", "category": "model", "type": "select",
-             "currentValue": session.provider.name,
-             "options": [{"value": m, "name": m} for m in models if m]},
-            {"id": "reasoning_effort", "name": "Reasoning effort", "category": "thought_level",
-             "type": "select", "currentValue": effort,
-             "options": [{"value": e, "name": e.capitalize()} for e in EFFORTS]},
-            {"id": "exec_mode", "name": "execute_code runs in", "category": "_talaria_exec",
-             "type": "select", "currentValue": self._exec_settings(session).mode,
-             "options": [{"value": m, "name": EXEC_MODES[m]} for m in EXEC_MODES]},
+            {"id": o.id, "name": o.name, "category": o.category, "type": "select",
+             "currentValue": o.current,
+             "options": [{"value": c.value, "name": c.name} for c in o.choices]}
+            for o in options(session, self.config)
         ]
-
-    def _exec_settings(self, session: Session) -> Any:
-        from talaria.tools.execute_code.env import ExecSettings
-
-        return session.state.get("exec_settings") or ExecSettings()
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        await self.apply_option(session, "mode", param(params, "modeId"))
+        await self._set_option(session, "mode", param(params, "modeId"))
         return {}
 
     async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
-        await self.apply_option(session, param(params, "configId"), params.get("value"))
+        await self._set_option(session, param(params, "configId"), params.get("value"))
         return {"configOptions": self._config_options(session)}
 
-    async def apply_option(self, session: Session, option: str, value: Any) -> None:
-        """Change mode, model or reasoning effort, keeping modes and options in sync."""
-        if not isinstance(value, str):
-            raise RpcError.invalid_params("`value` must be a string")
-        if option == "mode":
-            if value not in MODES:
-                raise RpcError.invalid_params(f"unknown mode {value!r}; modes: {', '.join(MODES)}")
-            session.permissions.mode = value
-            session.store.update_session(session.id, mode=value)
-            await self._notify(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": value})
-        elif option == "model":
-            session.provider = self._switch_model(value)
-            session.context_window = self.config.window_for(value)
-            session.supports_images = self.config.supports_images(value)
-            session.store.update_session(session.id, model=value)
-        elif option == "reasoning_effort":
-            if value not in EFFORTS:
-                raise RpcError.invalid_params(f"unknown effort {value!r}; choose from {', '.join(EFFORTS)}")
-            session.state["reasoning_effort"] = None if value == "default" else value
-        elif option == "exec_mode":
-            if value not in EXEC_MODES:
-                raise RpcError.invalid_params(f"unknown exec mode {value!r}; choose project or strict")
-            # The session's kernel restarts on its next call: its settings changed.
-            session.state["exec_settings"] = replace(self._exec_settings(session), mode=value)
-        else:
-            raise RpcError.invalid_params(f"unknown config option {option!r}")
-        await self._notify(session.id, {"sessionUpdate": "config_option_update",
-                                        "configOptions": self._config_options(session)})
+    async def _set_option(self, session: Session, option: str, value: Any) -> None:
+        from talaria.agent.options import OptionError, set_option
+        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
+
+        try:
+            await set_option(session, self.config, option, value)
+        except OptionError as exc:
+            raise RpcError.invalid_params(str(exc)) from None
+        except (AuthError, BillingError) as exc:
+            raise RpcError.auth_required(exc.user_message()) from None
+        except ProviderError as exc:  # e.g. a model name its provider does not know
+            raise RpcError.invalid_params(exc.user_message()) from None
 
     # -- prompts ----------------------------------------------------------------------------
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
+        from talaria.agent import commands
         from talaria.agent.loop import run_turn
         from talaria.agent.providers.errors import ProviderError
 
@@ -327,13 +277,13 @@ class AcpServer:
                 await count_off_loop(content)
                 command = commands.parse(typed_text(params["prompt"]))
                 if command is not None:
-                    return {"stopReason": await commands.run(self, session, *command)}
+                    return {"stopReason": await self._command(session, *command)}
             if scope.cancel_called:
                 return {"stopReason": "cancelled"}
             try:
-                reason = await run_turn(session, content, lambda e: self._emit(session.id, e))
+                reason = await run_turn(session, content)
             except ProviderError as exc:
-                raise model_error(exc) from None
+                raise provider_rpc_error(exc) from None
             return {"stopReason": reason}
         finally:
             if self.running.get(session.id) is scope:
@@ -347,51 +297,35 @@ class AcpServer:
             scope.cancel()  # the prompt has not reached its turn yet
         # Neither: no prompt running, a no-op that must not poison the next turn.
 
-    async def _ask(self, session_id: str, ask: PermissionAsk) -> str:
-        tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
-        if ask.reason not in ("edit", "command"):
-            tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": f"Asking because: {ask.reason}"}}]
-        try:
-            result = await self.peer.request(
-                "session/request_permission",
-                {"sessionId": session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS},
-                timeout=None,
-            )
-        except RpcError as exc:  # a client that cannot ask: nothing was allowed
-            log.warning("session/request_permission failed: %s", exc)
-            return "reject_once"
-        except PeerError:  # the editor is gone: nobody can answer, stop the turn
-            if (session := self.sessions.get(session_id)) is not None:
-                session.cancel()
-            return "cancelled"
-        outcome = result.get("outcome") if isinstance(result, dict) else None
-        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
-            return "cancelled"
-        chosen = outcome.get("optionId")
-        return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"
-
     def _client_compaction(self) -> bool:
         """Whether the client advertised `session.compaction` (ACP compaction updates)."""
         session_caps = self.client_capabilities.get("session")
         return isinstance(session_caps, dict) and session_caps.get("compaction") is not None
 
-    async def _emit(self, session_id: str, event: Any) -> None:
-        if isinstance(event, Compacted):
-            await self._notify(session_id, compaction(event, client_supports=self._client_compaction()))
-            return
-        update = to_update(event)
-        if update is not None:
-            await self._notify(session_id, update)
+    async def _command(self, session: Session, name: str, arg: str) -> str:
+        from talaria.agent import commands
+
+        try:
+            return await commands.run(session, self.config, name, arg)
+        except commands.CommandError as exc:
+            raise RpcError.invalid_params(str(exc)) from None
 
     async def _notify(self, session_id: str, update: dict[str, Any]) -> None:
         await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
     def _commands(self, session: Session) -> Any:
         """`available_commands_update`, sent right after the new/load/resume response."""
-        return lambda: self._notify(session.id, commands.available_update())
+        from talaria.agent.commands import COMMANDS
+
+        update = {"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": c.name, "description": c.description,
+             **({"input": {"hint": c.hint}} if c.hint else {})}
+            for c in COMMANDS.values()
+        ]}
+        return lambda: self._notify(session.id, update)
 
 
-def model_error(exc: Any) -> RpcError:
+def provider_rpc_error(exc: Any) -> RpcError:
     """A failed model call (a ProviderError) as the answer to `session/prompt`: -32000 when the
     key was refused (clients then offer their sign-in, which runs `talaria setup`), -32050 for
     every other cause; the message names the endpoint and what to do, `data` classifies it."""

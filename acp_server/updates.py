@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from talaria.agent import events as ev
+
+if TYPE_CHECKING:
+    from talaria.agent.permissions import PermissionAsk
 
 PRIORITY = ("high", "medium", "low")
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
@@ -23,6 +26,20 @@ def tool_content(item: dict[str, Any]) -> dict[str, Any]:
     if item["type"] == "terminal":
         return {"type": "terminal", "terminalId": item["terminal_id"]}
     return {"type": "content", "content": text_block(item.get("text", ""))}
+
+
+def permission_tool_call(ask: PermissionAsk) -> dict[str, Any]:
+    """The `toolCall` of a `session/request_permission`: the card being asked about, with the
+    diff of an edit (so it can be judged before it is made) and any unusual reason to ask."""
+    tool_call: dict[str, Any] = {"toolCallId": ask.tool_call_id, "title": ask.title, "kind": ask.kind}
+    content = []
+    if ask.diff is not None:
+        content.append(tool_content({"type": "diff", **ask.diff}))
+    if ask.reason not in ("edit", "command"):
+        content.append(tool_content({"type": "text", "text": f"Asking because: {ask.reason}"}))
+    if content:
+        tool_call["content"] = content
+    return tool_call
 
 
 def locations(paths: tuple[str, ...]) -> list[dict[str, Any]]:

@@ -30,7 +30,13 @@ FIELDS: tuple[Field, ...] = (
     Field("model", "TALARIA_MODEL", None, "Model as provider:model, e.g. openai:gpt-4.1."),
     Field("fallback_models", "TALARIA_FALLBACK_MODELS", (), "Models tried after retries fail."),
     Field("max_turns", "TALARIA_MAX_TURNS", 90, "Model calls allowed per prompt."),
-    Field("mode", "TALARIA_MODE", "default", "Permission mode: default, accept_edits, plan, dont_ask."),
+    Field("mode", "TALARIA_MODE", "default",
+          "Permission mode: default, accept_edits, plan, auto, dont_ask or bypass (Claude Code's "
+          "acceptEdits, dontAsk, bypassPermissions too)."),
+    Field("sensitive_paths", "TALARIA_SENSITIVE_PATHS", (),
+          "More globs whose reading asks, added to the built-in list (e.g. *.tfstate, ~/.vault-token)."),
+    Field("sandbox_network", "TALARIA_SANDBOX_NETWORK", False,
+          "Let commands that run without a question (auto mode, allow always) use the network."),
     Field("context_window", "TALARIA_CONTEXT_WINDOW", None, "Context window override, in tokens."),
     Field("reasoning_effort", "TALARIA_REASONING_EFFORT", None, "low, medium or high, if supported."),
     Field("max_tokens", "TALARIA_MAX_TOKENS", 8192, "Output tokens per model call."),
@@ -72,6 +78,8 @@ class Config:
     fallback_models: tuple[str, ...] = ()
     max_turns: int = 90
     mode: str = "default"
+    sensitive_paths: tuple[str, ...] = ()
+    sandbox_network: bool = False
     context_window: int | None = None
     reasoning_effort: str | None = None
     max_tokens: int = 8192
@@ -152,11 +160,27 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: {exc}") from exc
 
 
+BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+            "false": False, "0": False, "no": False, "off": False}
+
+
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("fallback_models", "exec_env_passthrough"):
+    if name == "mode":
+        from talaria.agent.permissions import normalize_mode
+
+        return normalize_mode(value)
+    if name in ("fallback_models", "exec_env_passthrough", "sensitive_paths"):
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{name} must be a list of strings, got {value!r}")
         return tuple(value)
+    if name == "sandbox_network":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in BOOLEANS:
+            return BOOLEANS[value.strip().lower()]
+        raise ValueError(f"sandbox_network must be true or false, got {value!r}")
     if name in ("max_turns", "context_window", "max_tokens") and value is not None:
         number = int(value)
         if number <= 0:
@@ -219,24 +243,33 @@ def mask(secret: str) -> str:
 
 
 def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
-    """(name, value, source) rows for `talaria config`; secrets masked."""
+    """(name, value, source) rows for `talaria config`; secrets masked. A variable set in the
+    environment shows `env NAME`; one read from the credentials file shows that file's path."""
+    real = os.environ if env is None else env
     env = config.provider_env(env)
-    rows = [("home", str(config.home), "env TALARIA_HOME" if env.get("TALARIA_HOME") else "default")]
+    stored = str(config.home / "credentials")
+
+    def origin(name: str) -> str:
+        # The environment wins over the file (load_config), and only a non-empty value counts.
+        return f"env {name}" if real.get(name) or name not in config.credentials else stored
+
+    rows = [("home", str(config.home), "env TALARIA_HOME" if real.get("TALARIA_HOME") else "default")]
     for f in FIELDS:
         value = getattr(config, f.name)
         shown = ",".join(value) if isinstance(value, tuple) else ("" if value is None else str(value))
-        rows.append((f.name, shown, config.sources.get(f.name, "default")))
+        source = config.sources.get(f.name, "default")
+        rows.append((f.name, shown, origin(f.env) if source == f"env {f.env}" else source))
     rows.append(("context_window (effective)", str(config.window_for(config.model)), "derived"))
     for name, table in sorted(config.providers.items()):
         for key, value in sorted(table.items()):
             rows.append((f"providers.{name}.{key}", str(value), "config.toml"))
         key_env = table.get("api_key_env")
         if key_env:
-            rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), f"env {key_env}"))
+            rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), origin(key_env)))
     for name in SECRET_ENV:
         if env.get(name):
-            rows.append((name, mask(env[name]), f"env {name}"))
+            rows.append((name, mask(env[name]), origin(name)))
     for name in PROVIDER_ENV:
         if env.get(name):
-            rows.append((name, env[name], f"env {name}"))
+            rows.append((name, env[name], origin(name)))
     return rows

@@ -93,6 +93,14 @@ class Compacted:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OptionChanged:
+    """A session option (mode, model, reasoning_effort, exec_mode) took a new value."""
+
+    option: str
+    value: str
+
+
 Event = (
     TextChunk
     | ThoughtChunk
@@ -104,6 +112,7 @@ Event = (
     | TitleUpdated
     | Notice
     | Compacted
+    | OptionChanged
 )
 Emit = Callable[[Event], Awaitable[None]]
 

@@ -40,8 +40,10 @@ class TurnEnded(Exception):
         self.stop_reason = stop_reason
 
 
-async def run_turn(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> str:
-    """Run one user prompt to completion; returns the ACP stop reason."""
+async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str:
+    """Run one user prompt to completion; returns the ACP stop reason. Events go to the
+    session's front door as they happen."""
+    emit = session.door.emit
     if not session.supports_images and _has_images(content):
         await emit(Notice(f"{session.provider.name} does not take images; they were left out."))
         content = [part if part.get("type") != "image" else
@@ -65,12 +67,12 @@ async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
         used = max(session.last_usage, _count_context(session))
         if needs_compaction(session, used, session.compact_threshold):
-            await compact_session(session, emit, reason="auto")
+            await compact_session(session, reason="auto")
         try:
             message, calls, finish = await query(session, emit)
         except ContextOverflowError:
             # The provider's word beats our estimate: compact hard, then retry the call once.
-            result = await compact_session(session, emit, force_summary=True, reason="overflow")
+            result = await compact_session(session, force_summary=True, reason="overflow")
             if not result.progress:
                 raise
             message, calls, finish = await query(session, emit)
@@ -81,7 +83,7 @@ async def _steps(session: Session, emit: Emit) -> str:
             raise TurnEnded("max_tokens")
         if not calls:
             return "end_turn"
-        await run_tool_calls(session, calls, emit)
+        await run_tool_calls(session, calls)
     raise TurnEnded("max_turn_requests")
 
 
@@ -94,7 +96,7 @@ async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallReq
     started = time.monotonic()
     stream = session.provider.stream(
         session.messages, session.tool_definitions(), max_tokens=session.max_tokens,
-        reasoning_effort=session.state.get("reasoning_effort"),
+        reasoning_effort=session.reasoning_effort,
     )
     try:
         async for event in stream:
@@ -162,11 +164,11 @@ def _has_images(content: str | list[dict[str, Any]]) -> bool:
 def _count_context(session: Session) -> int:
     """Tokens of the context, counting only messages added since the last count."""
     messages = session.messages
-    mark_list, mark_len, mark_tokens = session.state.get("_token_mark", (None, 0, 0))
+    mark_list, mark_len, mark_tokens = session.token_mark or (None, 0, 0)
     if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
         mark_len, mark_tokens = 0, tokens.count_messages([], session.tool_definitions())
     total = mark_tokens + tokens.count_messages(messages[mark_len:])
-    session.state["_token_mark"] = (id(messages), len(messages), total)
+    session.token_mark = (id(messages), len(messages), total)
     return total
 
 

@@ -1,30 +1,66 @@
 """Permission decisions for tool calls, by mode.
 
-Modes:
+Modes (Claude Code's spellings `acceptEdits`, `dontAsk`, `bypassPermissions` are aliases):
     default       ask before edits and commands
     accept_edits  edits inside the project go through; commands ask
     plan          read-only: edits and commands are refused with a message the model sees
-    dont_ask      no prompts, except sensitive paths (.git/, .env*, ~/.ssh, keys)
-    bypass        headless `--yes`: everything goes through
+    auto          no questions for edits inside the project; commands run without a question
+                  inside the sandbox (they ask where this machine has none)
+    dont_ask      never asks: what would ask is refused, unless pre-approved (answered
+                  `allow_always` earlier in the session)
+    bypass        headless `--yes`: everything goes through, unconfined
 
-Anything outside the session's roots asks in every mode but `bypass`. Answers
-`allow_always` / `reject_always` are remembered for the session per (kind, path). A rejected
-path stays guarded: a command that mentions it is asked again, showing the rejection, so an
-edit refused through `patch` cannot be slipped through `terminal`.
+In every mode but `bypass`: anything outside the session's roots asks, reading a secret asks
+(`Sensitive.secret`: keys, `.env`, credentials), writing a guarded path asks (secrets and
+`.git/`), and a mode or tool kind this module does not know asks. Nothing unknown is allowed.
+
+Answers `allow_always` / `reject_always` are remembered for the session per (kind, path), and
+for commands per (kind, command text). A command the user has not seen (auto mode, or a
+remembered allow) runs in the sandbox `Decision.sandbox`: the project writable, the rest
+read-only, credential stores hidden, and every path whose edit the user rejected read-only,
+so a refused edit cannot be made through a command however it is spelt. A command that
+mentions such a path also asks again, so the user sees the attempt. Where the sandbox cannot
+hold (no tier here, a rejected file with a second hard link) such a command asks instead.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from talaria.tools.paths import inside_roots, is_sensitive
+import anyio
 
-MODES = ("default", "accept_edits", "plan", "dont_ask")
+from talaria.tools.paths import Sensitive, inside_roots
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
+
+MODES = ("default", "accept_edits", "plan", "auto", "dont_ask")
+"""The modes an editor may choose."""
+ALL_MODES = (*MODES, "bypass")
+"""`bypass` only from the command line or the environment, for headless runs."""
+ALIASES = {"acceptEdits": "accept_edits", "dontAsk": "dont_ask", "bypassPermissions": "bypass"}
+READ_KINDS = frozenset({"read", "search", "think"})
+"""Kinds with no effect outside the session (`think`: the todo list)."""
 WRITE_KINDS = frozenset({"edit", "delete", "move"})
-ACT_KINDS = WRITE_KINDS | {"execute"}
+EDITS_UNASKED = frozenset({"accept_edits", "auto"})
+COMMANDS_UNASKED = frozenset({"auto"})
 OPTIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
+PLAN_REFUSAL = "Plan mode is read-only: edits and commands are not allowed. Describe the change instead."
+NO_SANDBOX = ("no sandbox on this machine (neither bubblewrap nor Landlock works), so a "
+              "command that would run without a question asks")
+
+
+def normalize_mode(value: object) -> str:
+    """The canonical name of a mode or alias; ValueError naming the valid ones otherwise."""
+    if isinstance(value, str) and (name := ALIASES.get(value.strip(), value.strip())) in ALL_MODES:
+        return name
+    raise ValueError(f"unknown permission mode {value!r}; use one of {', '.join(ALL_MODES)} "
+                     f"(or Claude Code's {', '.join(ALIASES)})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +73,28 @@ class PermissionAsk:
     title: str
     paths: tuple[str, ...]
     reason: str
+    diff: dict[str, Any] | None = None
+    """For an edit: {path, old_text (None: a new file), new_text}, what allowing it writes."""
 
 
 Asker = Callable[[PermissionAsk], Awaitable[str]]
 """Returns one of OPTIONS, or "cancelled"."""
+Preview = Callable[[], Awaitable[dict[str, Any] | None]]
+"""Computes an edit's diff for the question (`PermissionAsk.diff`), only when one is asked."""
 
 
 async def deny_all(ask: PermissionAsk) -> str:
     return "reject_once"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    refusal: str | None = None
+    """The message the model sees when the call may not run; None when it may."""
+    sandbox: SandboxSpec | None = None
+    """Set for a command the user has not seen: it runs confined by this."""
+    conceal: Callable[[Path], bool] | None = None
+    """Set for a search that did not target a secret: its results skip these paths."""
 
 
 @dataclass(slots=True)
@@ -55,47 +105,87 @@ class Permissions:
     home: Path = field(default_factory=Path.home)
     read_roots: tuple[Path, ...] = ()
     """Extra places read without asking, e.g. execute_code's saved outputs in the cache."""
+    sensitive: Sensitive | None = None
+    """Which paths are secrets; default: `Sensitive(home)`."""
+    network: bool = False
+    """Whether sandboxed commands may use the network (`sandbox_network`)."""
+    sandbox_tier: str | None = None
+    """The tier for sandboxed commands; None: detected on first use."""
     remembered: dict[tuple[str, str], bool] = field(default_factory=dict)
     rejected_paths: set[str] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        if self.sensitive is None:
+            self.sensitive = Sensitive(self.home)
+
     async def check(
         self, *, tool_call_id: str, tool: str, kind: str, title: str,
-        paths: tuple[Path, ...], command: str | None = None,
+        paths: tuple[Path, ...], command: str | None = None, preview: Preview | None = None,
     ) -> str | None:
         """None when the call may run, else the refusal message the model sees."""
-        keys = [(kind, str(p)) for p in paths] or [(kind, command or tool)]
-        if self.mode != "bypass" and any(self.remembered.get(k) is False for k in keys):
-            return f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session."
+        decision = await self.decide(tool_call_id=tool_call_id, tool=tool, kind=kind,
+                                     title=title, paths=paths, command=command, preview=preview)
+        return decision.refusal
+
+    async def decide(
+        self, *, tool_call_id: str, tool: str, kind: str, title: str,
+        paths: tuple[Path, ...], command: str | None = None, preview: Preview | None = None,
+    ) -> Decision:
+        """Whether the call may run, asking the user when the mode says so, and how.
+        `preview` computes the diff shown with the question (only when one is asked)."""
+        if self.mode == "bypass":
+            return Decision()
+        keys = _keys(kind, paths, command or tool)
+        if any(self.remembered.get(k) is False for k in keys):
+            return Decision(f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session.")
         reason = self._reason_to_ask(kind, paths, command)
-        if reason is None:
-            return None
-        if reason.startswith("refuse:"):
-            return reason.removeprefix("refuse:")
-        if all(self.remembered.get(k) is True for k in keys) and "rejected" not in reason:
-            return None
+        if reason is not None and reason.startswith("refuse:"):
+            return Decision(reason.removeprefix("refuse:"))
+        approved = reason is not None and "rejected" not in reason and all(
+            self.remembered.get(k) is True for k in keys)
+        if reason is None or approved:
+            if kind != "execute":
+                return self._allowed(kind, paths)
+            spec = await self._confinement()
+            if not isinstance(spec, str):
+                return Decision(sandbox=spec)
+            reason = spec
+        if self.mode == "dont_ask":
+            return Decision(f"Refused without asking ({reason}): in dont_ask mode only what the "
+                            "user approved before with 'allow always' runs.")
+        diff = await preview() if preview is not None else None
         answer = await self.asker(
-            PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason)
+            PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason, diff)
         )
         if answer in ("allow_always", "reject_always"):
             for k in keys:
                 self.remembered[k] = answer == "allow_always"
         if answer in ("allow_once", "allow_always"):
-            return None
+            if kind in WRITE_KINDS:
+                self.rejected_paths.difference_update(str(p) for p in paths)
+            return self._allowed(kind, paths)  # the user saw this call: it runs as asked
         if kind in WRITE_KINDS:
             self.rejected_paths.update(str(p) for p in paths)
         if answer == "cancelled":
-            return "The permission request was cancelled."
-        return "The user rejected this tool call."
+            return Decision("The permission request was cancelled.")
+        return Decision("The user rejected this tool call.")
+
+    def _allowed(self, kind: str, paths: tuple[Path, ...]) -> Decision:
+        assert self.sensitive is not None
+        if kind == "search" and not any(map(self.sensitive.secret, paths)):
+            return Decision(conceal=self.sensitive.secret)
+        return Decision()
 
     def _reason_to_ask(
         self, kind: str, paths: tuple[Path, ...], command: str | None
     ) -> str | None:
-        if self.mode == "bypass":
-            return None
-        if self.mode == "plan" and kind in ACT_KINDS:
-            return "refuse:Plan mode is read-only: edits and commands are not allowed. " \
-                "Describe the change instead."
-        readable = self.roots + self.read_roots if kind in ("read", "search") else self.roots
+        """None: the mode allows the call; "refuse:..."; else why the user is asked."""
+        assert self.sensitive is not None
+        if self.mode not in ALL_MODES:
+            return f"unknown permission mode {self.mode!r}"
+        if self.mode == "plan" and kind not in READ_KINDS:
+            return "refuse:" + PLAN_REFUSAL
+        readable = self.roots + self.read_roots if kind in READ_KINDS else self.roots
         outside = [p for p in paths if not inside_roots(p, readable)]
         if outside:
             return f"outside the project: {', '.join(map(str, outside))}"
@@ -105,14 +195,53 @@ class Permissions:
                 return f"the command touches {', '.join(hits)}, whose edit was rejected"
         if kind in WRITE_KINDS and (again := [str(p) for p in paths if str(p) in self.rejected_paths]):
             return f"an edit of {', '.join(again)} was rejected before"
-        sensitive = [p for p in paths if is_sensitive(p, self.home)]
-        if sensitive and kind in ACT_KINDS:
+        check = self.sensitive.secret if kind in READ_KINDS else self.sensitive.guarded
+        if sensitive := [p for p in paths if check(p)]:
             return f"sensitive path: {', '.join(map(str, sensitive))}"
-        if kind in WRITE_KINDS and self.mode in ("default",):
-            return "edit"
-        if kind == "execute" and self.mode in ("default", "accept_edits"):
-            return "command"
-        return None
+        if kind in READ_KINDS:
+            return None
+        if kind in WRITE_KINDS:
+            return None if self.mode in EDITS_UNASKED else "edit"
+        if kind == "execute":
+            return None if self.mode in COMMANDS_UNASKED else "command"
+        return f"a tool of kind {kind!r}"
+
+    async def _confinement(self) -> SandboxSpec | str:
+        """The sandbox for a command the user has not seen, else why it must ask."""
+        from talaria.tools.sandbox.tiers import command_spec, detect_tier  # start-up stays light
+
+        assert self.sensitive is not None
+        if self.sandbox_tier is None:
+            self.sandbox_tier = await anyio.to_thread.run_sync(detect_tier)
+        if self.sandbox_tier == "rlimits":
+            return NO_SANDBOX
+        # A second hard link shares the inode: writing through it would change the file
+        # whatever the sandbox does to this name.
+        if linked := [p for p in sorted(self.rejected_paths) if _hard_linked(p)]:
+            return f"{', '.join(linked)}, whose edit was rejected, has another hard link " \
+                "the sandbox cannot keep read-only"
+        # Off the event loop: `sensitive_paths` globs may walk directories.
+        hidden = await anyio.to_thread.run_sync(self.sensitive.hidden_paths)
+        return command_spec(
+            self.roots, readonly=tuple(Path(p) for p in sorted(self.rejected_paths)),
+            hidden=hidden, network=self.network, tier=self.sandbox_tier,
+        )
+
+
+def _hard_linked(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def _keys(kind: str, paths: tuple[Path, ...], command: str) -> list[tuple[str, str]]:
+    """What an answer is remembered for: the command itself for commands (not their
+    directory: approving `make` approves no other command), else each path."""
+    if kind == "execute" or not paths:
+        return [(kind, command)]
+    return [(kind, str(p)) for p in paths]
 
 
 def _mentions(command: str, path: str, roots: tuple[Path, ...]) -> bool:

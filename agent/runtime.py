@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from talaria.agent.config import Config
-from talaria.agent.permissions import Asker, Permissions, deny_all
+from talaria.agent.door import FrontDoor
+from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Message, Provider
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
 from talaria.tools.execute_code.env import ExecSettings
-from talaria.tools.workspace import Workspace
+from talaria.tools.paths import Sensitive
+from talaria.tools.state import ToolState
+
+if TYPE_CHECKING:
+    from talaria.tools.execute_code.pool import KernelPool
 
 
 def open_store(config: Config) -> Store:
@@ -39,48 +46,61 @@ def make_provider(config: Config, model: str | None = None) -> Provider:
     )
 
 
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
 def new_session(
     config: Config,
     *,
     cwd: Path,
-    workspace: Workspace,
+    door: FrontDoor,
     provider: Provider,
     store: Store | None,
-    asker: Asker = deny_all,
+    session_id: str | None = None,
     mode: str | None = None,
     tool_names: tuple[str, ...] = CORE_TOOLS,
-    session_id: str | None = None,
     history: list[Message] | None = None,
+    kernels: KernelPool | None = None,
 ) -> Session:
-    """A new session, or with `history` a stored one brought back (store left as it is)."""
+    """A new session, or with `history` a stored one brought back (store left as it is).
+
+    `door` is bound to the session's id, so a front door makes the id first
+    (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
+    """
     registry = load_builtin_tools()
     session = Session(
+        id=session_id or new_session_id(),
         cwd=cwd,
-        workspace=workspace,
+        door=door,
         provider=provider,
         tools=registry.select(list(tool_names)),
         permissions=Permissions(
-            roots=workspace.roots, mode=mode or config.mode, asker=asker,
+            roots=door.workspace.roots, mode=mode or config.mode, asker=door.ask,
             read_roots=(config.home / "cache" / "exec",),
+            sensitive=Sensitive(Path.home(), config.home, config.sensitive_paths),
+            network=config.sandbox_network,
         ),
-        context_window=config.window_for(provider.name),
         store=store,
+        context_window=config.window_for(provider.name),
         max_turns=config.max_turns,
         max_tokens=config.max_tokens,
         compact_threshold=config.compact_threshold,
         supports_images=config.supports_images(provider.name),
-    )
-    session.state["reasoning_effort"] = config.reasoning_effort
-    session.state["exec_settings"] = ExecSettings(
-        mode=config.exec_mode, timeout=config.exec_timeout,
-        env_passthrough=config.exec_env_passthrough, cache_dir=config.home / "cache" / "exec",
+        reasoning_effort=config.reasoning_effort,
+        tool_state=ToolState(
+            exec_settings=ExecSettings(
+                mode=config.exec_mode, timeout=config.exec_timeout,
+                env_passthrough=config.exec_env_passthrough,
+                cache_dir=config.home / "cache" / "exec",
+            ),
+            kernels=kernels,
+        ),
     )
     if config.summary_model:
-        from talaria.agent.context.compaction import ProviderSummarizer
+        from talaria.agent.context.summarizer import ProviderSummarizer
 
-        session.state["summarizer"] = ProviderSummarizer(make_provider(config, config.summary_model))
-    if session_id:
-        session.id = session_id
+        session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
     if history is not None:
         session.messages = list(history)
         for message in dangling_results(session.messages):

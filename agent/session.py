@@ -1,44 +1,69 @@
-"""A session: one conversation, its transcript, its tools and its workspace."""
+"""A session: one conversation, its transcript, its tools, and the front door it answers to.
+
+Every field is typed and owned by one layer: the agent's own (model, limits, context
+accounting) here; the tools' (todo list, execute_code kernel) in `tool_state`, which the agent
+passes to tools and closes with the session. Values that come from configuration have no
+default here: `agent.runtime.new_session` fills them from `Config`, their one source.
+"""
 
 from __future__ import annotations
 
-import uuid
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import Permissions
 from talaria.agent.providers.base import Message, Provider
 from talaria.agent.store import Store
 from talaria.tools.registry import ToolSpec
+from talaria.tools.state import ToolState
 from talaria.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from talaria.agent.context.summarizer import Summarizer
 
 
 @dataclass(slots=True)
 class Session:
+    id: str
     cwd: Path
-    workspace: Workspace
+    door: FrontDoor
     provider: Provider
     tools: list[ToolSpec]
     permissions: Permissions
+    store: Store | None
+    # From configuration (and changed by options during the session):
     context_window: int
-    store: Store | None = None
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    max_turns: int
+    """Model calls allowed per prompt."""
+    max_tokens: int | None
+    compact_threshold: float
+    """Compact automatically at this share of the context window."""
+    supports_images: bool
+    """False: image parts of prompts are replaced by a note (the model cannot take them)."""
+    reasoning_effort: str | None
+    summarizer: Summarizer | None = None
+    """Writes compaction summaries; None: the session's own model does."""
     messages: list[Message] = field(default_factory=list)
     """The live context sent to the model (the store keeps the full transcript)."""
-    max_turns: int = 90
-    supports_images: bool = True
-    """False: image parts of prompts are replaced by a note (the model cannot take them)."""
-    compact_threshold: float = 0.8
-    """Compact automatically at this share of the context window."""
-    max_tokens: int | None = None
-    state: dict[str, Any] = field(default_factory=dict)
-    """Per-session tool state: todo list, execute_code kernel, ..."""
+    tool_state: ToolState = field(default_factory=ToolState)
     title: str | None = None
     last_usage: int = 0
     """Context tokens in use after the last model call."""
+    token_mark: tuple[int, int, int] | None = None
+    """(id of `messages`, how many were counted, their tokens): counts only what is new."""
+    compaction_stalled_at: int | None = None
+    """Context length when a compaction last made no progress: no retry until it changes."""
     cancel_scope: Any = None
     """The running turn's anyio.CancelScope; `cancel()` stops it."""
+    _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.door.workspace
 
     def cancel(self) -> bool:
         """Stop the running turn, if any. A cancel with no turn running is a no-op."""
@@ -48,11 +73,9 @@ class Session:
         return True
 
     def close(self) -> None:
-        """End the session: stop its turn and run the cleanups tools registered in
-        `state["on_close"]` (name -> callable), e.g. execute_code's kernel."""
+        """End the session: stop its turn, then what its tools keep running (a kernel)."""
         self.cancel()
-        for cleanup in self.state.pop("on_close", {}).values():
-            cleanup()
+        self.tool_state.close()
 
     def append(self, message: Message) -> None:
         """Add a message to the context and commit it to the transcript at once."""
@@ -65,3 +88,7 @@ class Session:
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         return [spec.definition() for spec in self.tools]
+
+    def nested_call_id(self) -> str:
+        """An id for a tool call made from inside another (execute_code), unique per session."""
+        return f"nested_{next(self._nested_ids)}"

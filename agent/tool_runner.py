@@ -26,9 +26,10 @@ from talaria.agent.events import (
 )
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.tools.context import ToolContext
+from talaria.tools.errors import ToolError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import ToolSpec
-from talaria.tools.workspace import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,14 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
         for name in spec.path_args
         if isinstance(args.get(name), str) and args[name]
     )
-    if not paths and spec.path_args and spec.kind in ("search", "execute"):
-        paths = (session.cwd,)  # search_files / terminal default to the project root
+    if not paths and spec.default_path:
+        paths = (session.cwd,)
     return PlannedCall(call.id, call.name, args, spec, paths)
 
 
-async def run_tool_calls(session: Session, calls: list[ToolCallRequest], emit: Emit) -> None:
+async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None:
     """Run the calls and append their results to the session, in the model's order."""
+    emit = session.door.emit
     planned = [plan_call(session, call) for call in calls]
     for p in planned:
         await emit(started_event(p))
@@ -98,39 +100,60 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     """Permission, then the handler; returns the tool's result dict."""
     if p.error or p.spec is None:
         return {"error": p.error or f"Unknown tool {p.name!r}"}
-    refusal = await session.permissions.check(
-        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
-        paths=p.paths, command=_command_text(p) if p.spec.kind == "execute" else None,
-    )
-    if refusal:
-        return {"error": refusal, "rejected": True}
-    await emit(ToolCallUpdated(p.id, status="in_progress"))
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
-        state=session.state, report=_reporter(p.id, emit),
-        call_tool=lambda name, args: call_nested(session, name, args, emit),
+        state=session.tool_state, report=_reporter(p.id, emit),
+        call_tool=lambda name, args: call_nested(session, name, args),
     )
+    decision = await session.permissions.decide(
+        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
+        paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
+    )
+    if decision.refusal:
+        return {"error": decision.refusal, "rejected": True}
+    await emit(ToolCallUpdated(p.id, status="in_progress"))
+    ctx.sandbox, ctx.conceal = decision.sandbox, decision.conceal
+    return await invoke(p.spec, p.args, ctx)
+
+
+async def invoke(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """Run a tool's handler; its failures become results (the one place, see tools.errors)."""
     try:
-        return await p.spec.handler(p.args, ctx)
+        return await spec.handler(args, ctx)
     except anyio.get_cancelled_exc_class():
         raise
+    except (ToolError, OSError) as exc:  # expected failures: the message is for the model
+        return {"error": str(exc)}
     except Exception as exc:  # a tool bug must not kill the turn; the model sees it
-        log.exception("tool %s crashed", p.name)
-        return {"error": f"{p.name} failed: {type(exc).__name__}: {exc}"}
+        log.exception("tool %s crashed", spec.name)
+        return {"error": f"{spec.name} failed: {type(exc).__name__}: {exc}"}
 
 
-def _command_text(p: PlannedCall) -> str | None:
-    """What an execute-kind call will run: a shell command or an execute_code script."""
-    text = p.args.get("command", p.args.get("code"))
-    return text if isinstance(text, str) else None
+def _previewer(
+    p: PlannedCall, ctx: ToolContext
+) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
+    """The diff a person is shown before allowing an edit, computed only when they are asked."""
+    spec = p.spec
+    if spec is None or spec.preview is None:
+        return None
+    preview = spec.preview
+
+    async def run() -> dict[str, Any] | None:
+        try:
+            return await preview(p.args, ctx)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # the question is still asked, only without its diff
+            log.exception("preview of %s crashed", p.name)
+            return None
+
+    return run
 
 
-_nested_ids = iter(range(1, 1 << 62))
-
-
-async def call_nested(session: Session, name: str, args: dict[str, Any], emit: Emit) -> dict[str, Any]:
+async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """A tool call made from inside another tool (execute_code): same cards, same checks."""
-    call = ToolCallRequest(f"nested_{next(_nested_ids)}", name, json.dumps(args))
+    emit = session.door.emit
+    call = ToolCallRequest(session.nested_call_id(), name, json.dumps(args))
     p = plan_call(session, call)
     await emit(started_event(p))
     result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}
@@ -210,7 +233,7 @@ def batches(planned: list[PlannedCall]) -> list[list[PlannedCall]]:
             ok, mode = True, "none"
         elif spec.parallel_safe:
             ok, mode = not _overlap(p.paths, writes), "read"
-        elif spec.path_args and p.paths and spec.kind not in ("execute",):
+        elif spec.path_args and p.paths and not spec.exclusive:
             ok, mode = not _overlap(p.paths, writes + reads), "write"
         else:
             ok, mode = False, "alone"

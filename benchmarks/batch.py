@@ -5,6 +5,10 @@
                           worker processes, then a local Ray instance (cold, then warm). Overhead per task outside
                           the model = time in the worker minus time in model calls, plus the
                           runner's bookkeeping (trajectory append + fsync + checkpoint).
+    batch_model_time      12 one-call tasks, 3 workers, the model taken from the configuration
+                          (no --model), a fake model answering after MODEL_DELAY_S: model_s of
+                          each worker's first task against the others'. The SDK import (seconds
+                          on a loaded machine) is set-up, so both should sit near the delay.
     trajectory_compress   1,000 ShareGPT trajectories of ~50K tokens, an instant summarizer,
                           the default 29K budget: every one must end under it.
 """
@@ -84,6 +88,36 @@ def batch() -> Iterator[dict[str, Any]]:
             os.environ.update(saved)
 
 
+MODEL_DELAY_S = 0.05
+
+
+def batch_model_time() -> Iterator[dict[str, Any]]:
+    from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
+    from tests.batchllm import RoutedLLM
+
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp, RoutedLLM(delay=MODEL_DELAY_S) as llm:
+        root = Path(tmp)
+        os.environ.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=llm.openai_base_url,
+                          TALARIA_HOME=str(root / "home"), TALARIA_MODEL="openai:fake")
+        try:
+            tasks = root / "tasks.jsonl"
+            tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": f"hello {i}"}) + "\n"
+                                     for i in range(12)))
+            result = run_batch(BatchOptions(tasks_file=tasks, run_name="m", output_dir=root,
+                                            workers=3), progress_out=None)
+            rows = [json.loads(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    first, rest = [r["model_s"] for r in rows[:3]], sorted(r["model_s"] for r in rows[3:])
+    yield {"metric": "batch_model_time", "completed": result.completed, "tasks": len(rows),
+           "first_tasks_model_s": first, "other_tasks_model_s_median": rest[len(rest) // 2],
+           "first_tasks_duration_s": [r["duration_s"] for r in rows[:3]],
+           "fake_model_delay_s": MODEL_DELAY_S,
+           "note": "the first lines written are each worker's first task (3 workers)"}
+
+
 COMPRESS_TRAJECTORIES = 1_000
 TURN_POOL = 300
 
@@ -141,4 +175,5 @@ def trajectory_compress() -> Iterator[dict[str, Any]]:
            "target_wall_s": 60, "workers": options.workers, "cpus": os.cpu_count()}
 
 
-BENCHMARKS = {"batch": batch, "trajectory_compress": trajectory_compress}
+BENCHMARKS = {"batch": batch, "batch_model_time": batch_model_time,
+              "trajectory_compress": trajectory_compress}

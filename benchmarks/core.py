@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from talaria.agent.context import tokens
+from talaria.agent.door import LocalDoor
 from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Finish, ToolCallRequest
@@ -80,14 +81,18 @@ def _loop_overhead(calls: int, *, persist: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         store = Store(root / "sessions.db") if persist else None
-        session = Session(cwd=root, workspace=LocalWorkspace(root), provider=InstantModel(calls),
-                          tools=[spec], permissions=Permissions(roots=(root,), mode="bypass"),
-                          context_window=128_000, max_turns=calls + 1, store=store)
+        session = Session(
+            id="bench", cwd=root, door=LocalDoor(LocalWorkspace(root), on_event=emit),
+            provider=InstantModel(calls), tools=[spec],
+            permissions=Permissions(roots=(root,), mode="bypass"), store=store,
+            context_window=128_000, max_turns=calls + 1, max_tokens=None,
+            compact_threshold=0.8, supports_images=False, reasoning_effort=None,
+        )
         if store is not None:
             store.create_session(session.id, str(root), model="bench", mode="bypass")
         session.append({"role": "system", "content": "bench"})
         started = time.perf_counter()
-        anyio.run(run_turn, session, "go", emit)
+        anyio.run(run_turn, session, "go")
         total = time.perf_counter() - started
         if store is not None:
             store.close()

@@ -20,6 +20,7 @@ import anyio
 
 from talaria.agent.config import load_config
 from talaria.agent.context import tokens
+from talaria.agent.door import LocalDoor
 from talaria.agent.providers.base import Finish, TextDelta, ToolCallRequest
 from talaria.agent.runtime import new_session
 from talaria.agent.session import Session
@@ -36,19 +37,16 @@ def _session(root: Path, provider: Any = None, **limits: Any) -> Session:
     project = root / "project"
     project.mkdir(exist_ok=True)
     config = load_config(env={"TALARIA_HOME": str(root / "home")})
-    session = new_session(config, cwd=project, workspace=LocalWorkspace(project),
+    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project)),
                           provider=provider or _Scripted([]), store=None, mode="bypass")
     if limits:
-        session.state["exec_settings"] = replace(session.state["exec_settings"], **limits)
+        state = session.tool_state
+        state.exec_settings = replace(state.exec_settings, **limits)
     return session
 
 
-async def _quiet(event: Any) -> None:
-    pass
-
-
 async def _exec(session: Session, code: str, **args: Any) -> dict[str, Any]:
-    result = await call_nested(session, "execute_code", {"code": code, **args}, _quiet)
+    result = await call_nested(session, "execute_code", {"code": code, **args})
     if result.get("status") != "success":
         raise RuntimeError(f"benchmark script failed: {result}")
     return result
@@ -227,7 +225,7 @@ def token_savings() -> Iterator[dict[str, Any]]:
 async def _turn(session: Session) -> None:
     from talaria.agent.loop import run_turn
 
-    reason = await run_turn(session, "Handle the TODOs", _quiet)
+    reason = await run_turn(session, "Handle the TODOs")
     if reason != "end_turn":
         raise RuntimeError(f"benchmark turn ended with {reason}")
 

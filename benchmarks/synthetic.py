@@ -1,4 +1,8 @@
-"""Synthetic sessions for compaction tests and benchmarks: tool-heavy, with planted facts."""
+"""Synthetic sessions for compaction tests and benchmarks: tool-heavy, with planted facts.
+
+`facts_kept` is a plain text check (is each fact still there, word for word). Applied after
+stage 1 it is deterministic and honest; `TemplateSummarizer` is a test double, not a model.
+"""
 
 from __future__ import annotations
 
@@ -111,7 +115,12 @@ def facts_kept(messages: list[Message]) -> list[str]:
 
 
 class TemplateSummarizer:
-    """A scripted summarizer that follows the handoff template by extraction, no model."""
+    """A test double for the summary model: fills the handoff template by regex extraction.
+
+    It was written knowing the planted FACTS (it copies user lines, file paths and failing
+    test lines), so what it keeps measures the harness, not summary quality: use it to test
+    the compaction mechanics, never to report retention (benchmarks/compaction.py does not).
+    """
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []

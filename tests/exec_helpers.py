@@ -13,19 +13,19 @@ import anyio
 
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import call_nested
-from talaria.tools.execute_code.tool import SETTINGS_KEY
 from tests.helpers import Recorder
 
 
 def configure(session: Session, **limits: Any) -> None:
     """Small limits for a test: `timeout=1, stdout_limit=1000, max_tool_calls=3`..."""
-    session.state[SETTINGS_KEY] = replace(session.state[SETTINGS_KEY], **limits)
+    state = session.tool_state
+    state.exec_settings = replace(state.exec_settings, **limits)
 
 
 def execute(session: Session, code: str, events: Recorder | None = None, **args: Any) -> dict[str, Any]:
-    """One execute_code call dispatched like a model's (plan, permission, handler, cards)."""
-    emit = events if events is not None else Recorder()
-    return anyio.run(call_nested, session, "execute_code", {"code": code, **args}, emit)
+    """One execute_code call dispatched like a model's (plan, permission, handler, cards).
+    Its events go to the session's door (`tests.helpers.recorded(session)`)."""
+    return anyio.run(call_nested, session, "execute_code", {"code": code, **args})
 
 
 def tagged(tag: str) -> list[int]:
@@ -44,7 +44,8 @@ def tagged(tag: str) -> list[int]:
 
 
 def kernel_tag(session: Session) -> str:
-    slot = session.state["kernels"]
+    slot = session.tool_state.kernel
+    assert slot is not None
     return slot.pool.kernels[slot.key].tag
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.config import load_config
+from talaria.agent.door import LocalDoor
+from talaria.agent.permissions import deny_all
 from talaria.agent.runtime import new_session
 from talaria.agent.session import Session
 from talaria.agent.store import Store
@@ -19,8 +21,10 @@ def openai_env(llm: FakeLLM) -> dict[str, str]:
 
 def make_session(
     llm: FakeLLM, root: Path, *, model: str = "openai:fake-model", mode: str = "bypass",
-    store: Store | None = None, fallbacks: tuple[str, ...] = (), **config: Any,
+    store: Store | None = None, fallbacks: tuple[str, ...] = (), asker: Any = deny_all,
+    **config: Any,
 ) -> Session:
+    """A session on `root/project` whose door records its events: `events(session)`."""
     from talaria.agent.providers.factory import create_retrying_provider
 
     env = {"TALARIA_HOME": str(root / ".home"), **openai_env(llm),
@@ -29,8 +33,15 @@ def make_session(
     provider = create_retrying_provider(model, fallbacks, env=env, base_delay=0.01, max_delay=0.05)
     project = root / "project"
     project.mkdir(exist_ok=True)
-    return new_session(cfg, cwd=project, workspace=LocalWorkspace(project), provider=provider,
-                       store=store, mode=mode)
+    door = LocalDoor(LocalWorkspace(project), on_event=Recorder(), asker=asker)
+    return new_session(cfg, cwd=project, door=door, provider=provider, store=store, mode=mode)
+
+
+def recorded(session: Session) -> Recorder:
+    """The Recorder of a session made by `make_session`."""
+    recorder = session.door.on_event  # type: ignore[attr-defined]
+    assert isinstance(recorder, Recorder)
+    return recorder
 
 
 class Recorder:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 from typing import Any
 
+from talaria.tools.context import ToolContext
+from talaria.tools.errors import WorkspaceError
 from talaria.tools.paths import display, resolve
 from talaria.tools.read_file import split_lines
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
 from talaria.tools.write_file import newline_of, with_newline
 
 MAX_DIFF_CHARS = 20_000
@@ -145,6 +147,39 @@ def unified_diff(old: str, new: str, name: str) -> str:
     return diff
 
 
+def _bad_args(args: dict[str, Any]) -> str | None:
+    old, new = args.get("old_string"), args.get("new_string")
+    if not isinstance(old, str) or not isinstance(new, str):
+        return "old_string and new_string must be strings"
+    if not old:
+        return "old_string is empty; use write_file to create or overwrite a file"
+    if old == new:
+        return "old_string and new_string are identical; nothing to change"
+    return None
+
+
+async def _planned(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str, str, int, bool]:
+    """(path, text, new text, replacements, fuzzy): the edit, computed and not written.
+    Raises FileNotFoundError, PatchError, WorkspaceError, OSError, ValueError."""
+    path = resolve(str(args.get("path") or ""), ctx.cwd)
+    text = await ctx.workspace.read_text(path)
+    result, count, fuzzy = replace(
+        text, args["old_string"], args["new_string"], bool(args.get("replace_all"))
+    )
+    return path, text, result, count, fuzzy
+
+
+async def preview_patch(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
+    """The diff this call would make, or None when it would fail (the handler says why)."""
+    if _bad_args(args):
+        return None
+    try:
+        path, text, result, _, _ = await _planned(args, ctx)
+    except (FileNotFoundError, PatchError, WorkspaceError, OSError, ValueError):
+        return None
+    return None if result == text else {"path": str(path), "old_text": text, "new_text": result}
+
+
 @tool(
     name="patch",
     description=(
@@ -164,20 +199,14 @@ def unified_diff(old: str, new: str, name: str) -> str:
     kind="edit",
     path_args=("path",),
     title=lambda a: f"Edit {a['path']}",
+    preview=preview_patch,
 )
 async def patch(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    old, new = args.get("old_string"), args.get("new_string")
-    if not isinstance(old, str) or not isinstance(new, str):
-        return {"error": "old_string and new_string must be strings"}
-    if not old:
-        return {"error": "old_string is empty; use write_file to create or overwrite a file"}
-    if old == new:
-        return {"error": "old_string and new_string are identical; nothing to change"}
+    if error := _bad_args(args):
+        return {"error": error}
     raw = str(args.get("path") or "")
     try:
-        path = resolve(raw, ctx.cwd)
-        text = await ctx.workspace.read_text(path)
-        result, count, fuzzy = replace(text, old, new, bool(args.get("replace_all")))
+        path, text, result, count, fuzzy = await _planned(args, ctx)
         if result == text:
             return {"error": "the replacement leaves the file unchanged"}
         await ctx.workspace.write_text(path, result)
@@ -185,7 +214,7 @@ async def patch(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"error": f"File not found: {raw}"}
     except PatchError as exc:
         return {"error": f"{raw}: {exc}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     shown = display(path, ctx.cwd)
     out: dict[str, Any] = {

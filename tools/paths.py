@@ -1,31 +1,44 @@
 """Path policy, in one place: resolving what the model wrote, root containment, sensitivity.
 
 `resolve` is purely lexical and never raises (the dispatcher calls it on raw model input);
-`inside_roots` and `is_sensitive` follow symlinks, because a link inside the project that
+`inside_roots` and `Sensitive` follow symlinks, because a link inside the project that
 points at `/etc` or `~/.ssh` must be judged by where it lands, not where it sits.
+
+Sensitive paths (the README lists them; `sensitive_paths` in config.toml adds globs):
+- secrets, whose *reading* asks: private keys, `.ssh/` and `.gnupg/` anywhere, `.env` and
+  `.env*` (not templates such as `.env.example`), `.netrc`, `.pgpass`, `.git-credentials`,
+  `.npmrc` / `.pypirc` holding a token or password, `$TALARIA_HOME/credentials`, the cloud
+  CLIs' stores in `$HOME` (`HOME_SECRETS`), and `.git/config` (remote URLs carry tokens);
+- repository internals, whose *writing* also asks: everything under `.git/` (hooks run code).
 """
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
-SENSITIVE_HOME_DIRS = (".ssh", ".aws", ".gnupg")
-SENSITIVE_NAMES = frozenset(
-    {
-        "id_rsa",
-        "id_dsa",
-        "id_ecdsa",
-        "id_ed25519",
-        "id_ecdsa_sk",
-        "id_ed25519_sk",
-        ".netrc",
-        ".pgpass",
-    }
-)
-SENSITIVE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
+HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube",
+                ".docker/config.json")
+"""Credential stores relative to $HOME: everything in them is a secret."""
+SECRET_DIRS = frozenset({".ssh", ".gnupg"})
+"""Directory names that hold secrets wherever they are."""
+SECRET_NAMES = frozenset({
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+    ".netrc", "_netrc", ".pgpass", ".git-credentials",
+})
+SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
 # `.env.example` and friends are committed templates, not secrets: asking for them is noise.
 ENV_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist")
+TOKEN_FILES = frozenset({".npmrc", ".pypirc"})
+"""Package-manager configs: secret when they hold a credential (`TOKEN_MARKERS`)."""
+TOKEN_MARKERS = (b"_auth", b"token", b"password")
+TOKEN_SNIFF_BYTES = 64 * 1024
+MAX_HIDDEN_GLOB_MATCHES = 256
+"""Paths one absolute `sensitive_paths` glob may add to the sandbox's hidden list."""
 
 
 def resolve(raw: str, cwd: Path) -> Path:
@@ -54,31 +67,118 @@ def inside_roots(path: Path, roots: tuple[Path, ...] | list[Path]) -> bool:
     return False
 
 
-def _sensitive(path: Path, home: Path) -> bool:
-    parts = path.parts
-    if ".git" in parts[:-1] or path.name == ".git":
+def _within(path: Path, base: Path) -> bool:
+    return path == base or base in path.parents
+
+
+def _holds_token(path: Path) -> bool:
+    """Whether a package-manager config holds a credential; unreadable counts as yes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(TOKEN_SNIFF_BYTES).lower()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
         return True
-    name = path.name
-    if name == ".env" or (name.startswith(".env.") and not name.endswith(ENV_TEMPLATE_SUFFIXES)):
-        return True
-    if name in SENSITIVE_NAMES or name.endswith(SENSITIVE_SUFFIXES):
-        return True
-    for d in SENSITIVE_HOME_DIRS:
-        base = home / d
-        if path == base or base in path.parents:
+    return any(marker in data for marker in TOKEN_MARKERS)
+
+
+def _env_file(name: str) -> bool:
+    return name.startswith(".env") and not name.endswith(ENV_TEMPLATE_SUFFIXES)
+
+
+def _glob_match(path: Path, pattern: str) -> bool:
+    """`pattern` (absolute, or relative: matched against the trailing components) matches
+    `path` or one of its ancestors. `*` crosses `/`, so `secrets/*` covers a whole tree."""
+    chain = [path, *path.parents]
+    if pattern.startswith("/"):
+        return any(fnmatchcase(str(p), pattern) for p in chain)
+    for p in chain:
+        parts = p.parts[1:]
+        if any(fnmatchcase("/".join(parts[i:]), pattern) for i in range(len(parts))):
             return True
     return False
 
 
-def is_sensitive(path: Path, home: Path) -> bool:
-    """Secrets and repository internals: `.git/` internals, `.env` / `.env.*` (not
-    templates such as `.env.example`), `~/.ssh`, `~/.aws`, `~/.gnupg`, private keys.
-    Checked on the path as written and on its symlink target."""
-    try:
-        path = Path(os.path.normpath(path))
-        return _sensitive(path, home) or _sensitive(_real(path), _real(home))
-    except (OSError, ValueError):
+@dataclass(frozen=True, slots=True)
+class Sensitive:
+    """Which paths are secrets (reading asks) or guarded (writing asks), for one user."""
+
+    home: Path = field(default_factory=Path.home)
+    talaria_home: Path | None = None
+    """Default: $TALARIA_HOME or ~/.talaria."""
+    extra: tuple[str, ...] = ()
+    """More globs (`sensitive_paths`): `~/...` and `/...` are absolute, others match the
+    trailing components of a path anywhere (`*.tfstate`, `config/secrets/*`)."""
+
+    def _talaria(self) -> Path:
+        if self.talaria_home is not None:
+            return self.talaria_home
+        return Path(os.environ.get("TALARIA_HOME") or self.home / ".talaria").expanduser()
+
+    def _patterns(self) -> list[str]:
+        out = []
+        for raw in self.extra:
+            pattern = raw.strip().rstrip("/")
+            if pattern == "~" or pattern.startswith("~/"):
+                pattern = str(self.home) + pattern[1:]
+            if pattern:
+                out.append(os.path.normpath(pattern) if pattern.startswith("/") else pattern)
+        return out
+
+    def _secret(self, path: Path, home: Path, talaria: Path) -> bool:
+        name = path.name
+        if name in SECRET_NAMES or name.endswith(SECRET_SUFFIXES) or _env_file(name):
+            return True
+        if name in TOKEN_FILES and _holds_token(path):
+            return True
+        if SECRET_DIRS.intersection(path.parts):
+            return True
+        if name == "config" and path.parent.name == ".git":
+            return True
+        if path == talaria / "credentials":
+            return True
+        if any(_within(path, home / d) for d in HOME_SECRETS):
+            return True
+        return any(_glob_match(path, p) for p in self._patterns())
+
+    def _check(self, path: Path, *, internals: bool) -> bool:
+        try:
+            lexical = Path(os.path.normpath(path))
+            real = _real(lexical)
+            homes = (self.home, self._talaria()), (_real(self.home), _real(self._talaria()))
+            for p, (home, talaria) in ((lexical, homes[0]), (real, homes[1])):
+                if self._secret(p, home, talaria):
+                    return True
+                if internals and (".git" in p.parts[:-1] or p.name == ".git"):
+                    return True
+        except (OSError, ValueError):  # e.g. a NUL byte: no such file, nothing to protect
+            return False
         return False
+
+    def secret(self, path: Path) -> bool:
+        """Reading `path` shows a secret (checked as written and at its symlink target)."""
+        return self._check(path, internals=False)
+
+    def guarded(self, path: Path) -> bool:
+        """Writing `path` asks: a secret, or repository internals (`.git/`)."""
+        return self._check(path, internals=True)
+
+    def hidden_paths(self) -> tuple[Path, ...]:
+        """Absolute secrets that exist, for a sandbox to hide: the home stores,
+        $TALARIA_HOME and the absolute `extra` globs (each bounded)."""
+        found = [self.home / d for d in HOME_SECRETS]
+        found.append(self._talaria())
+        for pattern in self._patterns():
+            if pattern.startswith("/"):
+                matches = glob.iglob(pattern, recursive=True, include_hidden=True)
+                found += map(Path, itertools.islice(matches, MAX_HIDDEN_GLOB_MATCHES))
+        return tuple(p for p in dict.fromkeys(found) if os.path.lexists(p))
+
+
+def is_sensitive(path: Path, home: Path) -> bool:
+    """Writing `path` asks under the default policy (secrets and `.git/` internals)."""
+    return Sensitive(home).guarded(path)
 
 
 def display(path: Path, cwd: Path) -> str:

@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
+from talaria.tools.workspace import WorkspaceError
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000
@@ -91,7 +92,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if raw and (similar := await similar_files(ctx, resolve(raw, ctx.cwd))):
             result["similar"] = similar
         return result
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     lines = split_lines(text)
     total = len(lines)

@@ -21,7 +21,9 @@ Handler = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
-    description: str
+    description: str | Callable[[], str]
+    """What the model reads. A callable is called when the text is needed (execute_code's
+    lists the other tools' specs, which must be registered by then)."""
     parameters: dict[str, Any]
     handler: Handler
     kind: str = "other"
@@ -30,21 +32,40 @@ class ToolSpec:
     """True when calls never conflict (read-only); path-scoped tools use `path_args`."""
     path_args: tuple[str, ...] = ()
     """Argument names holding file paths: locations, overlap checks, root policy."""
+    default_path: bool = False
+    """A call without a path acts on the project root (search_files, terminal)."""
+    command_arg: str | None = None
+    """The argument holding what the call runs (a shell command, a script): shown when
+    asking, and checked against paths whose edit the user rejected."""
+    exclusive: bool = False
+    """Calls run alone, never beside another call of the same turn (commands, scripts)."""
     title: Callable[[dict[str, Any]], str] | None = None
     """Short human title for a call, e.g. 'Read src/app.py'."""
     toolset: str = "core"
+    preview: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any] | None]] | None = None
+    """What a call would change, without changing it: `{"path", "old_text", "new_text"}` (the
+    `_diff` item of its result), or None when it cannot tell. Shown when permission is asked."""
+
+    def text(self) -> str:
+        """The description, built now if it is built on demand."""
+        return self.description() if callable(self.description) else self.description
 
     def definition(self) -> dict[str, Any]:
         """Provider-neutral definition: {name, description, parameters}."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return {"name": self.name, "description": self.text(), "parameters": self.parameters}
+
+    def command(self, args: dict[str, Any]) -> str | None:
+        """What a call will run (`command_arg`), if it is a string."""
+        value = args.get(self.command_arg) if self.command_arg else None
+        return value if isinstance(value, str) else None
 
     def call_title(self, args: dict[str, Any]) -> str:
-        if self.title is not None:
-            try:
-                return self.title(args)
-            except Exception:  # a bad argument must not break the card
-                pass
-        return self.name
+        if self.title is None:
+            return self.name
+        try:
+            return self.title(args)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return self.name  # a malformed argument must not break the card
 
 
 @dataclass(slots=True)

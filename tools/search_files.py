@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -18,8 +18,8 @@ MAX_TEXT_CHARS = 300
     name="search_files",
     description=(
         "Search file contents by regex (target='content') or find files by name glob "
-        "(target='files'). Skips hidden files, node_modules and binaries. Use instead of "
-        "grep/find/ls."
+        "(target='files'). Skips hidden files, node_modules, binaries and secrets (keys, "
+        ".env, credentials) unless `path` names one. Use instead of grep/find/ls."
     ),
     parameters={
         "type": "object",
@@ -36,6 +36,7 @@ MAX_TEXT_CHARS = 300
     kind="search",
     parallel_safe=True,
     path_args=("path",),
+    default_path=True,
     title=lambda a: f"Search {a['pattern']!r} in {a.get('path') or '.'}",
 )
 async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -58,10 +59,14 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         )
     except FileNotFoundError:
         return {"error": f"Path not found: {raw}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     matches: list[Any] = []
+    concealed = 0
     for m in found:
+        if ctx.conceal is not None and ctx.conceal(root / m.path):
+            concealed += 1
+            continue
         shown = display(root / m.path, ctx.cwd)  # a file root's own path is "."
         if target == "files":
             matches.append(shown)
@@ -71,9 +76,14 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
                 text = text[:MAX_TEXT_CHARS] + "..."
             matches.append({"path": shown, "line": m.line, "text": text})
     more = offset + len(found) < total
-    return {
+    out = {
         "matches": matches,
         "total": total,
         "truncated": more,
         "next_offset": offset + len(found) if more else None,
     }
+    if concealed:
+        out["sensitive_skipped"] = concealed
+        out["note"] = (f"{concealed} result(s) in sensitive files (keys, .env, credentials) were "
+                       "left out; search or read such a file by its path to ask the user.")
+    return out

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.paths import resolve
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext, WorkspaceError
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""
+SANDBOX_NOTE = (
+    "This command ran without the user seeing it, in a sandbox: only the project is "
+    "writable, paths whose edit the user rejected are read-only, credential stores are hidden."
+)
+"""Added to a failed sandboxed command's result, so the model can tell a denial from a bug."""
 DEFAULT_TIMEOUT = 180
 MAX_TIMEOUT = 600
 
@@ -35,6 +40,9 @@ MAX_TIMEOUT = 600
     },
     kind="execute",
     path_args=("workdir",),
+    default_path=True,
+    command_arg="command",
+    exclusive=True,
     title=lambda a: f"Run `{a['command'][:80]}`",
 )
 async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -54,11 +62,12 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         timeout = min(max(1, int(args.get("timeout") or DEFAULT_TIMEOUT)), MAX_TIMEOUT)
         cwd = resolve(str(workdir), ctx.cwd) if workdir else ctx.cwd
         result = await ctx.workspace.run(
-            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT, on_terminal=on_terminal
+            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT, on_terminal=on_terminal,
+            sandbox=ctx.sandbox,
         )
     except FileNotFoundError:
         return {"error": f"Working directory not found: {workdir}"}
-    except (WorkspaceError, OSError, ValueError) as exc:
+    except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
         return {"error": str(exc)}
     out: dict[str, Any] = {
         "exit_code": result.exit_code,
@@ -68,6 +77,8 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     }
     if result.timed_out:
         out["error"] = f"Command timed out after {timeout} s and was killed"
+    if ctx.sandbox is not None and result.exit_code != 0:
+        out["sandbox"] = SANDBOX_NOTE + ("" if ctx.sandbox.network else " No network.")
     if terminal_id or result.terminal_id:
         out["_terminal_id"] = terminal_id or result.terminal_id
     return out

@@ -1,6 +1,6 @@
 """`todo`: the session's task list (Hermes-compatible), shown in the editor as the ACP plan.
 
-The list lives in `ctx.state["todos"]`. ACP plan entries know only pending / in_progress /
+The list lives in `ctx.state.todos`. ACP plan entries know only pending / in_progress /
 completed, so cancelled items are left out of the plan (showing them as completed would claim
 work that was not done); they stay in the list the model sees.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.context import ToolContext
 from talaria.tools.registry import tool
-from talaria.tools.workspace import ToolContext
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 MAX_ITEMS = 100
@@ -67,7 +67,7 @@ def plan_entries(todos: list[dict[str, str]]) -> list[dict[str, str]]:
     title=lambda a: "Update plan" if a.get("todos") is not None else "Read plan",
 )
 async def todo(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    current: list[dict[str, str]] = ctx.state.setdefault("todos", [])
+    current = ctx.state.todos
     items = args.get("todos")
     if items is None:
         return {"todos": [dict(t) for t in current]}
@@ -90,7 +90,7 @@ async def todo(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return {"error": str(exc)}
     if len(new) > MAX_ITEMS:
         return {"error": f"at most {MAX_ITEMS} todos"}
-    ctx.state["todos"] = new
+    ctx.state.todos = new
     if ctx.report is not None:
         await ctx.report({"plan": plan_entries(new)})
     return {"todos": [dict(t) for t in new]}

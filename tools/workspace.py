@@ -2,19 +2,22 @@
 
 Implementations: `talaria.tools.local.workspace.LocalWorkspace` (disk and subprocesses) and, in the ACP door,
 `EditorWorkspace` (the editor's `fs/*` and `terminal/*` methods, falling back to local per
-capability). Tools receive a `ToolContext` carrying the workspace of their session.
+capability). Tools receive it in their `ToolContext` (talaria.tools.context).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
 
-class WorkspaceError(Exception):
-    """A workspace operation failed in a way the model should see (missing file, binary...)."""
+from talaria.tools.errors import WorkspaceError
+
+__all__ = ["CommandResult", "SearchMatch", "Workspace", "WorkspaceError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +75,11 @@ class Workspace(Protocol):
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         """Run a shell command in its own process group; killed with the group on
         timeout or cancellation. `on_terminal(terminal_id)` is awaited once when the
-        command runs in an editor terminal, so the tool call can embed it."""
+        command runs in an editor terminal, so the tool call can embed it. With `sandbox`
+        the command runs confined by it (`talaria.tools.sandbox.tiers.prepare`), in the
+        editor's terminal too; raises WorkspaceError when the sandbox cannot be set up."""
         ...
-
-
-@dataclass(slots=True)
-class ToolContext:
-    """What a tool handler gets besides its arguments."""
-
-    workspace: Workspace
-    session_id: str = ""
-    tool_call_id: str = ""
-    state: dict[str, Any] = field(default_factory=dict)
-    """Per-session tool state (todo list, execute_code kernel...)."""
-    report: Callable[[dict[str, Any]], Awaitable[None]] | None = None
-    """Send an intermediate update of this call to the front door, e.g.
-    {"terminal_id": "..."} or {"plan": [...]}."""
-    call_tool: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
-    """Dispatch another tool through the same checks (used by execute_code)."""
-
-    @property
-    def cwd(self) -> Path:
-        return self.workspace.cwd

@@ -11,13 +11,22 @@ import argparse
 import sys
 from pathlib import Path
 
+EXIT_CODES = """exit status:
+  0    every task completed
+  1    at least one task failed (statistics.json has failures_by_reason;
+       re-run the failed ones with --retry-failed)
+  2    bad input: the tasks file, an option, or a used run directory without --resume
+  130  interrupted (Ctrl-C); continue with --resume"""
+
 
 def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     batch = subparsers.add_parser(
         "batch", help="run many tasks from a JSONL file, each in its own workspace",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run the tasks of TASKS.jsonl (one {\"prompt\", \"id\"?, \"workspace\"?, "
-        "\"cwd\"?, \"model\"?, \"toolsets\"?} per line) unattended; results in "
-        "OUTPUT_DIR/RUN_NAME/ (trajectories.jsonl, checkpoint.json, statistics.json).")
+        "\"cwd\"?,\n\"model\"?, \"toolsets\"?} per line) unattended; results in OUTPUT_DIR/RUN_NAME/\n"
+        "(trajectories.jsonl, checkpoint.json, statistics.json).",
+        epilog=EXIT_CODES)
     batch.add_argument("tasks", help="tasks file (JSON lines)")
     batch.add_argument("--run-name", required=True, help="name of the run directory")
     batch.add_argument("--output-dir", default="data", help="where runs go (default: data)")
@@ -39,7 +48,7 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 
 def run_batch_cli(args: argparse.Namespace) -> int:
-    """Exit status: 0 every task completed, 1 some failed, 2 bad input, 130 interrupted."""
+    """Exit status: see EXIT_CODES."""
     from talaria.agent.trajectories.batch.checkpoint import RunExistsError
     from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
     from talaria.agent.trajectories.batch.tasks import TaskFileError
@@ -64,7 +73,14 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         return 130
     print(f"{result.completed} completed, {result.failed} failed of {result.total} "
           f"({result.ran} run now) -> {result.run_dir}", file=sys.stderr)
-    return 0 if result.failed == 0 and result.completed == result.total else 1
+    if result.failed == 0 and result.completed == result.total:
+        return 0
+    if result.failed:
+        reasons = result.statistics.get("failures_by_reason") or {}
+        why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+        print(f"talaria: {result.failed} task(s) failed ({why}); re-run them with --retry-failed",
+              file=sys.stderr)
+    return 1
 
 
 def add_compress_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

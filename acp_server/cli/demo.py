@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 
 import talaria.agent
+from talaria.acp_server.cli import exits
 from talaria.acp_server.cli.run import TerminalView, child_env
 
 DEMO = Path(talaria.agent.__file__).resolve().parent / "data" / "demo"
@@ -52,10 +53,10 @@ def demo_cli(args: argparse.Namespace) -> int:
         config = load_config(env=env)
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     if not config.model:
         print("talaria demo --live needs a model: set TALARIA_MODEL or pass --model", file=sys.stderr)
-        return 2
+        return exits.MODEL
     scratch = Path(tempfile.mkdtemp(prefix="talaria-demo-")) / "textstats"
     shutil.copytree(DEMO / "project", scratch)
     say = (lambda text: None) if args.json else print
@@ -65,13 +66,10 @@ def demo_cli(args: argparse.Namespace) -> int:
         reason, session_id, edits = anyio.run(drive, scenario["prompt"], scratch, env, view)
     except RpcError as exc:
         print(f"\ntalaria: {exc.data or exc.message}", file=sys.stderr)
-        return 3
+        return exits.MODEL
     except PeerError as exc:
         print(f"\ntalaria: the agent stopped answering ({exc})", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ntalaria: interrupted", file=sys.stderr)
-        return 130
+        return exits.NOT_DONE
     store = Store(config.home / "sessions.db")
     try:
         trajectory = write_transcript(store, session_id, config.home / "trajectories")
@@ -90,7 +88,8 @@ def demo_cli(args: argparse.Namespace) -> int:
         print(f"tests: {'pass' if tests.returncode == 0 else 'FAIL'}")
         print(f"edits received as fs/write_text_file: {edits}")
         print(f"trajectory: {trajectory}")
-    return 0 if reason == "end_turn" and tests.returncode == 0 else 1
+    done = reason == "end_turn" and tests.returncode == 0
+    return exits.DONE if done else exits.NOT_DONE
 
 
 def _diff(before: Path, after: Path) -> str:

@@ -3,18 +3,45 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from talaria.acp_server.cli import exits
+
+ACP_HINT = ("talaria acp: speaking the Agent Client Protocol on stdin/stdout; editors launch this. "
+            "Try `talaria run \"...\"` or see `talaria --help`.")
+
+
+class VersionAction(argparse.Action):
+    """`--version`, read from the package metadata only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from talaria.acp_server.version import version
+
+        print(f"talaria {version()}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="talaria", description="A coding agent for your editor.")
+    parser = argparse.ArgumentParser(prog="talaria", description="A coding agent for your editor.",
+                                     epilog=exits.HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one task in the terminal")
+    run = sub.add_parser("run", help="run one task in the terminal", epilog=exits.HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Run one task on the project in --cwd. Edits and commands "
+                         "ask on the terminal\nfirst (an edit shows its diff); with no terminal "
+                         "they are refused unless --yes\nor --mode allows them.")
     run.add_argument("prompt")
     run.add_argument("--cwd", default=".", help="project directory (default: current)")
     run.add_argument("--model", help="provider:model (overrides TALARIA_MODEL)")
-    run.add_argument("--mode", help="permission mode: default, accept_edits, plan, dont_ask")
+    run.add_argument("--mode", help="permission mode: default, accept_edits, plan, auto, dont_ask, "
+                                    "bypass (see the README's table)")
     run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
@@ -43,9 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
+        print(f"\ntalaria {args.command}: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "acp":
         from talaria.acp_server.server import main as acp_main
 
+        if os.isatty(0):  # a person, not an editor: say what this waits for
+            print(ACP_HINT, file=sys.stderr)
         return acp_main()
     if args.command == "config":
         return _config()
@@ -69,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         from talaria.acp_server.cli.trajectories import run as trajectories
 
         return trajectories(args)
-    return 2
+    return exits.USAGE
 
 
 def _config() -> int:
@@ -79,7 +116,7 @@ def _config() -> int:
         config = load_config()
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     rows = describe(config)
     width = max(len(name) for name, _, _ in rows)
     for name, value, source in rows:

@@ -1,7 +1,9 @@
 """`talaria run`: one task in the terminal on the local workspace.
 
 Text streams to stdout, a line per tool call shows its status, and a summary ends the run.
-`--json` prints every event as a JSON line instead. Exit status 0 on `end_turn`.
+`--json` prints every event as a JSON line instead. Without `--yes`, an edit or a command asks
+on the controlling terminal, showing an edit's diff first; with no terminal it is refused, the
+run says so and how to allow it, and exits 4. Exit statuses: `talaria.acp_server.cli.exits`.
 
 With `--acp` the same task runs through the protocol: `talaria acp` as a child process driven by
 `AcpClient` (this process is its editor), and `--json` prints the `session/update` payloads.
@@ -13,23 +15,31 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
+from talaria.acp_server.cli import exits
+from talaria.acp_server.client.policies import TerminalAsker
 from talaria.agent import events as ev
-from talaria.agent.permissions import PermissionAsk
+from talaria.agent.permissions import Asker, PermissionAsk
 
 STATUS_MARK = {"completed": "✓", "failed": "✗"}
+UNASKED = "not allowed: there was no terminal to ask on"
+MAX_TITLES = 3
+"""Titles of refused calls named in the no-terminal message; the rest are counted."""
 
 
 class TerminalView:
     """Renders events for a person (or as JSON lines), counting tool calls for the summary."""
 
-    def __init__(self, out: TextIO, *, as_json: bool) -> None:
+    def __init__(self, out: TextIO, *, as_json: bool, unasked: Mapping[str, str] | None = None) -> None:
         self.out = out
         self.as_json = as_json
+        self.unasked: Mapping[str, str] = {} if unasked is None else unasked
+        """Tool calls refused because nobody could be asked (`TerminalAsker.unasked`)."""
         self.titles: dict[str, str] = {}
         self.tool_calls = 0
         self.failed = 0
@@ -74,6 +84,8 @@ class TerminalView:
     def _finished(self, call_id: str, status: str, error: Any) -> None:
         self.tool_calls += 1
         self.failed += status == "failed"
+        if call_id in self.unasked:  # not "The user rejected": nobody was there to ask
+            error = UNASKED
         detail = f" — {error}" if error else ""
         self._line(f"{STATUS_MARK.get(status, '?')} {self.titles.get(call_id, call_id)}{detail}")
 
@@ -97,40 +109,58 @@ class TerminalView:
         self._write(text[:300] + "\n")
 
 
-async def ask_on_terminal(ask: PermissionAsk) -> str:
-    """Ask the person at the terminal; without one, refuse (use --yes to allow)."""
-    if not sys.stdin.isatty():
-        return "reject_once"
-    prompt = f"\nAllow {ask.title} ({ask.reason})? [y]es / [a]lways / [n]o / [N]ever: "
-    answer = (await anyio.to_thread.run_sync(input, prompt)).strip()
-    return {"y": "allow_once", "a": "allow_always", "N": "reject_always"}.get(answer, "reject_once")
+def local_asker(policy: TerminalAsker) -> Asker:
+    """An ACP permission policy as the agent's Asker: the in-process run asks the same question,
+    diff included, that `talaria run --acp` and editors are asked."""
+    from talaria.acp_server.door import PERMISSION_OPTIONS
+    from talaria.acp_server.updates import permission_tool_call
+
+    async def ask(question: PermissionAsk) -> str:
+        params = {"sessionId": "", "toolCall": permission_tool_call(question),
+                  "options": PERMISSION_OPTIONS}
+        return await policy(params) or "cancelled"
+
+    return ask
+
+
+def unasked_message(unasked: Mapping[str, str]) -> str:
+    """One line: what was refused for want of a terminal, and how to allow it."""
+    titles = list(unasked.values())
+    named = ", ".join(titles[:MAX_TITLES])
+    if len(titles) > MAX_TITLES:
+        named += f" and {len(titles) - MAX_TITLES} more"
+    if len(titles) == 1:
+        what, refused, them = named, "it was refused", "it"
+    else:
+        what, refused, them = f"{len(titles)} tool calls ({named})", "they were refused", "them"
+    return (f"talaria: {what} needed permission and there was no terminal to ask on, so {refused}. "
+            f"Allow {them} with --yes (every tool call), --mode accept_edits (edits in the "
+            "project) or --mode dont_ask (all but sensitive paths).")
 
 
 async def run_task(
-    prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView
+    prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView,
+    policy: TerminalAsker | None = None,
 ) -> tuple[str, str, Path]:
-    """Run one prompt; returns (stop reason, session id, sessions.db path)."""
+    """Run one prompt; returns (stop reason, session id, sessions.db path). Without `yes`,
+    permission questions go to `policy` (default: a new TerminalAsker)."""
     from talaria.agent.config import load_config
+    from talaria.agent.door import LocalDoor
+    from talaria.agent.loop import run_turn
     from talaria.agent.runtime import make_provider, new_session, open_store
     from talaria.tools.local.workspace import LocalWorkspace
 
     config = load_config(flags)
     store = open_store(config)
     try:
-        session = new_session(
-            config, cwd=cwd, workspace=LocalWorkspace(cwd), provider=make_provider(config),
-            store=store, asker=ask_on_terminal, mode="bypass" if yes else None,
-        )
-        reason = await _turn(session, prompt, view)
+        door = LocalDoor(LocalWorkspace(cwd), on_event=view,
+                         asker=local_asker(policy or TerminalAsker()))
+        session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
+                              store=store, mode="bypass" if yes else None)
+        reason = await run_turn(session, prompt)
         return reason, session.id, store.path
     finally:
         store.close()
-
-
-async def _turn(session: Any, prompt: str, view: TerminalView) -> str:
-    from talaria.agent.loop import run_turn
-
-    return await run_turn(session, prompt, view)
 
 
 def child_env(**overrides: str) -> dict[str, str]:
@@ -146,17 +176,18 @@ def child_env(**overrides: str) -> dict[str, str]:
 
 
 async def run_over_acp(
-    prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView
+    prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView,
+    policy: TerminalAsker | None = None,
 ) -> tuple[str, str]:
     """Run one prompt through a `talaria acp` child; returns (stop reason, session id)."""
-    from talaria.acp_server.client.core import AcpClient, allow_all, ask_on_terminal
+    from talaria.acp_server.client.core import AcpClient, allow_all
 
     env = child_env()
     for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
         if flags.get(name) is not None:
             env[var] = str(flags[name])
-    policy = allow_all if yes else ask_on_terminal
-    async with AcpClient(env=env, cwd=cwd, permission=policy, on_update=view.update) as client:
+    permission = allow_all if yes else policy or TerminalAsker()
+    async with AcpClient(env=env, cwd=cwd, permission=permission, on_update=view.update) as client:
         await client.initialize()
         session_id = await client.new_session(cwd)
         if flags.get("mode"):
@@ -173,45 +204,50 @@ def _error_line(view: TerminalView, text: str) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    """Exit status: see `talaria.acp_server.cli.exits` (Ctrl-C is handled by `main`)."""
     from talaria.acp_server.jsonrpc import PeerError, RpcError
     from talaria.agent.providers.errors import ProviderError
 
     cwd = Path(args.cwd).resolve()
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
-        return 2
+        return exits.USAGE
+    if args.mode is not None:
+        from talaria.agent.permissions import normalize_mode
+
+        try:
+            args.mode = normalize_mode(args.mode)
+        except ValueError as exc:
+            print(f"talaria: --mode: {exc}", file=sys.stderr)
+            return exits.USAGE
     flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
-    view = TerminalView(sys.stdout, as_json=args.json)
+    policy = TerminalAsker()
+    view = TerminalView(sys.stdout, as_json=args.json, unasked=policy.unasked)
+    task = run_over_acp if getattr(args, "acp", False) else run_task
     try:
-        if getattr(args, "acp", False):
-            reason, session_id = anyio.run(
-                lambda: run_over_acp(args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view)
-            )
-        else:
-            reason, session_id, _ = anyio.run(
-                lambda: run_task(args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view)
-            )
+        reason, session_id, *_ = anyio.run(lambda: task(
+            args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view, policy=policy))
     except ProviderError as exc:
         _error_line(view, exc.user_message())
-        return 3
+        return exits.MODEL
     except RpcError as exc:  # the agent's answer: -32000 no credentials, -32602 a bad flag
         # A model error's message is the whole story (its data is for programs); a bare
         # "Invalid params" needs its data.
         _error_line(view, exc.data if isinstance(exc.data, str) else exc.message)
-        return 2 if exc.code == -32602 else 3
+        return exits.USAGE if exc.code == -32602 else exits.MODEL
     except PeerError as exc:
         _error_line(view, f"the agent stopped answering ({exc})")
-        return 2
+        return exits.NOT_DONE
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ntalaria: interrupted", file=sys.stderr)
-        return 130
+        return exits.USAGE
     summary = {"stop_reason": reason, "session": session_id, "tool_calls": view.tool_calls,
-               "failed_tool_calls": view.failed}
+               "failed_tool_calls": view.failed, "unasked_tool_calls": len(policy.unasked)}
     if args.json:
         print(json.dumps({"type": "summary", **summary}))
     else:
         print(f"\n— {reason}: {view.tool_calls} tool calls ({view.failed} failed), session {session_id}")
-    return 0 if reason == "end_turn" else 1
+    if policy.unasked:
+        print(unasked_message(policy.unasked), file=sys.stderr)
+        return exits.NO_TERMINAL
+    return exits.DONE if reason == "end_turn" else exits.NOT_DONE

@@ -5,7 +5,9 @@
 
 SESSION is a session id (or a unique prefix of one) in `$TALARIA_HOME/sessions.db`; FILE a
 transcript JSONL (`$TALARIA_HOME/trajectories/ID.jsonl`) or a ShareGPT export; DIR a batch run
-(`data/NAME/` with trajectories.jsonl and statistics.json). Exports go to stdout without -o.
+(`data/NAME/` with trajectories.jsonl and statistics.json). Exports go to stdout without -o;
+every line of a ShareGPT FILE (a batch's trajectories.jsonl) becomes one record, in order, or
+the command fails naming the lines it cannot convert (exit 2, nothing written).
 `view` writes FILE.html beside a file, DIR/report.html in a batch dir, ./ID.html for a
 session. Imports are lazy: `talaria acp` never pays for this module.
 """
@@ -69,15 +71,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from talaria.agent.trajectories.export import ToolCatalog, export
+    """Every trajectory of every source (each line of a ShareGPT or batch file), or none."""
+    from talaria.agent.trajectories.export import ExportError, ToolCatalog, export
 
-    trajectories = [load(source) for source in args.sources]
-    text = export(trajectories, args.format, ToolCatalog.builtin())
+    trajectories = [traj for source in args.sources for traj in load_all(source)]
+    try:
+        text = export(trajectories, args.format, ToolCatalog.builtin())
+    except ExportError as exc:
+        raise UsageError(str(exc)) from exc
     if args.output:
         _write(Path(args.output), text)
-        print(f"wrote {len(trajectories)} trajectory(ies) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    print(f"exported {len(trajectories)} trajectory(ies) as {args.format}"
+          + (f" to {args.output}" if args.output else ""), file=sys.stderr)
     return 0
 
 
@@ -101,22 +108,28 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def load(source: str) -> Any:
-    """A Trajectory from a file path, or from the session store by id or unique id prefix."""
+    """A Trajectory from a file path (its first), or from the session store by id or prefix."""
+    return load_all(source, first=True)[0]
+
+
+def load_all(source: str, *, first: bool = False) -> list[Any]:
+    """Every Trajectory of a file (one per ShareGPT line), or the session with that id."""
     from talaria.agent.trajectories.load import (
-        TrajectoryNotFound,
         load_trajectory,
         load_trajectory_file,
+        load_trajectory_rows,
     )
+    from talaria.agent.trajectories.model import TrajectoryNotFound
 
     path = Path(source)
     try:
         if path.is_file():
-            return load_trajectory_file(path)
+            return [load_trajectory_file(path)] if first else load_trajectory_rows(path)
         if path.is_dir():
             raise UsageError(f"{source} is a directory; `view` takes batch dirs, `export` files")
         store = _store()
         try:
-            return load_trajectory(store, _session_id(store, source))
+            return [load_trajectory(store, _session_id(store, source))]
         finally:
             store.close()
     except TrajectoryNotFound as exc:

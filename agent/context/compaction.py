@@ -3,8 +3,11 @@
     compact(session)          stage 1 (deterministic, see compaction_stage1), then, only if the
                               context is still over budget, stage 2: a model summary of the middle
 
-Head (system prompt + first user task) and tail (a token budget of recent turns, never splitting
-a tool call from its result, always holding the latest user message) stay verbatim. The summary
+Head (system prompt + first user task) and tail stay verbatim. During a turn (automatic and
+overflow compaction) the tail is a token budget of recent turns that never splits a tool call
+from its result and always holds the live turn, from its user message on. Between turns (the
+user's `/compact`) every finished turn is fair game: the tail is only the final answer and any
+pending question (a turn cut short keeps its question and what it did since). The summary
 follows a handoff template and is marked as reference material; a later compaction updates the
 previous summary instead of summarising a summary. If the summary call fails, a deterministic
 summary built from the transcript stands in, marked as such. A compaction that does not shrink
@@ -17,14 +20,15 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
 from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
-from talaria.agent.events import Compacted, Emit
-from talaria.agent.providers.base import Message, Provider, TextDelta, call_arguments
+from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
+from talaria.agent.events import Compacted
+from talaria.agent.providers.base import Message, call_arguments
 from talaria.agent.session import Session
 
 log = logging.getLogger(__name__)
@@ -55,29 +59,6 @@ Use exactly these sections:
 """
 
 
-class Summarizer(Protocol):
-    async def summarize(self, instructions: str, transcript: str) -> str: ...
-
-
-@dataclass(slots=True)
-class ProviderSummarizer:
-    """Summaries from a model (the session's own by default, or `summary_model`)."""
-
-    provider: Provider
-    max_tokens: int = 2_000
-
-    async def summarize(self, instructions: str, transcript: str) -> str:
-        messages: list[Message] = [
-            {"role": "system", "content": instructions},
-            {"role": "user", "content": transcript},
-        ]
-        parts: list[str] = []
-        async for event in self.provider.stream(messages, [], max_tokens=self.max_tokens):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-        return "".join(parts)
-
-
 @dataclass(frozen=True, slots=True)
 class Compaction:
     messages: list[Message]
@@ -100,14 +81,19 @@ def count(messages: list[Message], tools: list[dict[str, Any]]) -> int:
     return tokens.count_messages(messages, tools)
 
 
-def boundaries(messages: list[Message], tail_budget: int) -> tuple[int, int]:
-    """(end of head, start of tail). The tail never starts on a tool result and always
-    includes the latest user message."""
+def boundaries(
+    messages: list[Message], tail_budget: int, *, between_turns: bool = False,
+) -> tuple[int, int]:
+    """(end of head, start of tail). During a turn the tail never starts on a tool result and
+    always includes the latest user message; between turns it is the final answer and any
+    pending question (see the module docstring)."""
     head = 0
     while head < len(messages) and messages[head].get("role") == "system":
         head += 1
     first_user = next((i for i in range(head, len(messages)) if messages[i].get("role") == "user"), None)
     head = first_user + 1 if first_user is not None else head
+    if between_turns:
+        return head, max(_settled_tail(messages), head)
     start, used = len(messages), 0
     while start > head:
         cost = tokens.count_messages([messages[start - 1]])
@@ -120,6 +106,25 @@ def boundaries(messages: list[Message], tail_budget: int) -> tuple[int, int]:
     while start > head and messages[start].get("role") == "tool":
         start -= 1  # keep the assistant message with its tool results
     return head, max(start, head)
+
+
+def _settled_tail(messages: list[Message]) -> int:
+    """Between turns: where the last answer or user message starts (a question still pending,
+    or one whose turn was cut short, keeps what that turn did after it), with the answer
+    right before a pending question."""
+    last = next((i for i in range(len(messages) - 1, -1, -1) if _answer_or_question(messages[i])), 0)
+    if last > 0 and messages[last].get("role") == "user" and _answer(messages[last - 1]):
+        last -= 1
+    return last
+
+
+def _answer(message: Message) -> bool:
+    return (message.get("role") == "assistant" and not message.get("tool_calls")
+            and not message.get("interrupted"))
+
+
+def _answer_or_question(message: Message) -> bool:
+    return message.get("role") == "user" or _answer(message)
 
 
 def render_transcript(messages: list[Message]) -> str:
@@ -164,12 +169,15 @@ def fallback_summary(middle: list[Message], reason: str) -> str:
 
 async def compact(
     messages: list[Message], *, window: int, tools: list[dict[str, Any]], summarizer: Summarizer,
-    focus: str | None = None, force_summary: bool = False,
+    focus: str | None = None, force_summary: bool = False, between_turns: bool = False,
 ) -> Compaction:
     before = count(messages, tools)
-    head, tail = boundaries(messages, int(window * TAIL_SHARE))
+    head, tail = boundaries(messages, int(window * TAIL_SHARE), between_turns=between_turns)
     reduced = stage1(messages, head, tail)
-    after = count(reduced, tools)
+    # Totals by difference: only the messages stage 1 replaced are counted again.
+    changed = [i for i in range(head, tail) if reduced[i] is not messages[i]]
+    after = before - tokens.count_messages([messages[i] for i in changed]) \
+        + tokens.count_messages([reduced[i] for i in changed])
     if not force_summary and after <= window * TARGET_SHARE:
         return Compaction(reduced, before, after, stage=1)
     middle = reduced[head:tail]
@@ -197,19 +205,25 @@ async def compact(
         f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
     new = reduced[:head] + [note] + reduced[tail:]
-    return Compaction(new, before, count(new, tools), stage=2, summary=summary,
+    after += tokens.count_messages([note]) - tokens.count_messages(middle)
+    return Compaction(new, before, after, stage=2, summary=summary,
                       fallback=fallback, error=error, dropped=(head, tail))
 
 
 def summarizer_for(session: Session) -> Summarizer:
-    return session.state.get("summarizer") or ProviderSummarizer(session.provider)
+    return session.summarizer or ProviderSummarizer(session.provider)
 
 
 async def compact_session(
-    session: Session, emit: Emit | None = None, *, focus: str | None = None,
-    force_summary: bool = False, reason: str = "manual",
+    session: Session, *, focus: str | None = None, force_summary: bool = False,
+    reason: str = "manual", between_turns: bool | None = None,
 ) -> Compaction:
-    """Compact the live context, save the snapshot and the event, tell the front door."""
+    """Compact the live context, save the snapshot and the event, tell the front door.
+    `between_turns` (default: `reason == "manual"`, the user's /compact, which runs between
+    prompts) lets compaction take finished turns; automatic and overflow compaction run
+    inside a turn and keep it whole."""
+    if between_turns is None:
+        between_turns = reason == "manual"
     window = session.context_window
     if reason == "overflow":
         # The provider's limit is below what we were told: size the tail by what we have.
@@ -217,15 +231,16 @@ async def compact_session(
     result = await compact(
         session.messages, window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
+        between_turns=between_turns,
     )
     if result.progress:
         session.messages = result.messages
         session.last_usage = result.after
-        session.state.pop("_token_mark", None)
+        session.token_mark = None
         if session.store is not None:
             session.store.save_context(session.id, result.messages)
     else:
-        session.state["compaction_stalled_at"] = len(session.messages)
+        session.compaction_stalled_at = len(session.messages)
     if session.store is not None:
         session.store.append(session.id, {
             "role": "event", "type": "compaction", "id": result.id, "reason": reason,
@@ -233,9 +248,10 @@ async def compact_session(
             "applied": result.progress, "fallback": result.fallback, "error": result.error,
             "dropped": list(result.dropped), "summary": result.summary,
         })
-    if emit is not None:
-        await emit(Compacted(result.id, result.before, result.after, result.stage, result.progress,
-                             result.summary, result.fallback, result.error))
+    await session.door.emit(Compacted(
+        result.id, result.before, result.after, result.stage, result.progress, result.summary,
+        result.fallback, result.error,
+    ))
     return result
 
 
@@ -243,7 +259,7 @@ def needs_compaction(session: Session, used: int, threshold: float = TRIGGER_SHA
     if used < session.context_window * threshold:
         return False
     # No loop: after a compaction that made no progress, wait for the context to change.
-    return session.state.get("compaction_stalled_at") != len(session.messages)
+    return session.compaction_stalled_at != len(session.messages)
 
 
 def describe(result: Compaction) -> str:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from talaria.tools.errors import TalariaError
+
 
 def settings(provider: str) -> tuple[str, str]:
     """(the key setting, the endpoint setting) for a `provider:model` name, as a user sets them."""
@@ -36,7 +38,8 @@ def settings(provider: str) -> tuple[str, str]:
             f"base_url in [providers.{prefix}]")
 
 
-class ProviderError(Exception):
+
+class ProviderError(TalariaError):
     retryable = False
     cause = "error"
     kind = "error"

@@ -5,9 +5,11 @@
     load_trajectory(store, id)         a `Trajectory` from the session store
     load_trajectory_file(path)         a `Trajectory` from a transcript JSONL file (or a line of
                                        a ShareGPT export)
+    load_trajectory_rows(path)         every `Trajectory` of a file: one for a transcript, one
+                                       per line of a ShareGPT file (a batch's trajectories.jsonl);
+                                       raises UnreadableRows naming every line it cannot read
 
-A trajectory is *completed* when its last assistant message asks for no tools and was not
-interrupted; anything else (cancelled, out of turns, crashed mid-tool) is *partial*.
+The model (`Trajectory`, `build`, `completed` / `partial`) is in `model`.
 Exports (ShareGPT, OpenAI, ATIF) live in `talaria.agent.trajectories.export`; the HTML view in
 `talaria.agent.trajectories.view`.
 """
@@ -16,72 +18,32 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Store
-
-Message = dict[str, Any]
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-              "reasoning_tokens")
-
-
-class TrajectoryNotFound(LookupError):
-    """No session with that id in the store, or no readable transcript at that path."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnUsage:
-    """One model call: the assistant message at `index` of `Trajectory.messages`."""
-
-    index: int
-    model: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    duration_ms: float | None = None
+from talaria.agent.trajectories.model import (
+    USAGE_KEYS,
+    Trajectory,
+    TrajectoryNotFound,
+    build,
+    parse_time,
+)
 
 
-@dataclass(frozen=True, slots=True)
-class Trajectory:
-    session_id: str
-    messages: tuple[Message, ...]
-    """The transcript without event rows, in the internal shape of `providers/base.py`."""
-    times: tuple[float | None, ...]
-    """Unix time each message was recorded (None when the source does not say)."""
-    turns: tuple[TurnUsage, ...]
-    tool_stats: dict[str, dict[str, int]]
-    """{tool: {count, success, failure}} for the tools this trajectory called."""
-    compactions: tuple[dict[str, Any], ...]
-    """Compaction event rows, each with `at`: the index of the message that followed it."""
-    status: str
-    """`completed` or `partial`."""
-    model: str | None = None
-    cwd: str | None = None
-    title: str | None = None
-    mode: str | None = None
-    created_at: float | None = None
-    updated_at: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+class UnreadableRows(TrajectoryNotFound):
+    """Lines of a trajectory file that cannot be read; `rows` is [(line number, reason)]."""
 
-    @property
-    def completed(self) -> bool:
-        return self.status == "completed"
+    def __init__(self, path: Path, rows: list[tuple[int, str]], total: int) -> None:
+        self.path, self.rows, self.total = path, rows, total
+        shown = "; ".join(f"line {n}: {why}" for n, why in rows[:ROWS_NAMED])
+        more = f"; and {len(rows) - ROWS_NAMED} more" if len(rows) > ROWS_NAMED else ""
+        super().__init__(f"{path}: {len(rows)} of {total} line(s) cannot be read as "
+                         f"trajectories ({shown}{more}); nothing was exported")
 
-    @property
-    def api_calls(self) -> int:
-        return len(self.turns)
 
-    def totals(self) -> dict[str, int]:
-        """Token counts summed over every model call."""
-        return {key: sum(getattr(t, key) for t in self.turns) for key in USAGE_KEYS}
-
-    def duration_ms(self) -> float:
-        return round(sum(t.duration_ms or 0.0 for t in self.turns), 1)
+ROWS_NAMED = 10
+"""Unreadable lines named one by one in an error; the rest are counted."""
 
 
 def write_transcript(store: Store, session_id: str, directory: Path) -> Path:
@@ -113,119 +75,78 @@ def load_trajectory(store: Store, session_id: str) -> Trajectory:
 
 def load_trajectory_file(path: Path | str, *, index: int = 0) -> Trajectory:
     """A transcript JSONL (`write_transcript`), or line `index` of a ShareGPT export."""
+    trajectories = load_trajectory_rows(path)
+    if index >= len(trajectories):
+        raise TrajectoryNotFound(f"{path} has {len(trajectories)} trajectories, not {index + 1}")
+    return trajectories[index]
+
+
+def load_trajectory_rows(path: Path | str) -> list[Trajectory]:
+    """Every trajectory of a file, in order: a transcript JSONL is one, a ShareGPT file (an
+    export, a batch's trajectories.jsonl) one per line. Raises UnreadableRows naming each line
+    that cannot be read, rather than dropping it."""
     path = Path(path)
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        rows = [json.loads(line) for line in lines]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryNotFound(f"cannot read a trajectory from {path}: {exc}") from exc
-    if rows and isinstance(rows[0], dict) and "conversations" in rows[0]:
-        from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
-
-        if index >= len(rows):
-            raise TrajectoryNotFound(f"{path} has {len(rows)} lines, not {index + 1}")
-        line = rows[index]
-        meta = line.get("metadata") or {}
-        return build(
-            parse_sharegpt(line), None, session_id=str(meta.get("session_id") or f"{path.stem}-{index}"),
-            model=meta.get("model"), created_at=_parse_time(meta.get("timestamp")),
-            extra={"source": "sharegpt", "prompt_index": line.get("prompt_index")},
-        )
-    if not all(isinstance(row, dict) and "role" in row for row in rows):
-        raise TrajectoryNotFound(f"{path} is not a transcript (JSON lines of messages)")
-    return build(rows, None, session_id=path.stem)
-
-
-def build(
-    rows: list[Message], times: list[float | None] | None, *, session_id: str,
-    model: str | None = None, **meta: Any,
-) -> Trajectory:
-    """A Trajectory from transcript rows (event rows included) and their record times."""
-    times = list(times) if times is not None else [None] * len(rows)
-    messages: list[Message] = []
-    message_times: list[float | None] = []
-    compactions: list[dict[str, Any]] = []
-    for row, when in zip(rows, times, strict=True):
-        if row.get("role") == "event":
-            if row.get("type") == "compaction":
-                compactions.append({**row, "at": len(messages), "time": when})
-            continue
-        messages.append(row)
-        message_times.append(when)
-    turns = tuple(
-        _turn(i, m) for i, m in enumerate(messages) if m.get("role") == "assistant"
-    )
-    if model is None:
-        model = next((t.model for t in reversed(turns) if t.model), None)
-    return Trajectory(
-        session_id=session_id, messages=tuple(messages), times=tuple(message_times),
-        turns=turns, tool_stats=tool_stats(messages), compactions=tuple(compactions),
-        status=completion_status(messages), model=model, **meta,
-    )
-
-
-def completion_status(messages: list[Message] | tuple[Message, ...]) -> str:
-    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-    if last is None or last.get("tool_calls") or last.get("interrupted"):
-        return "partial"
-    return "completed"
-
-
-def tool_failed(message: Message) -> bool:
-    """A tool result is a failure when its status says so or its JSON carries an error."""
-    status = message.get("status")
-    if status in ("completed", "failed"):
-        return status == "failed"
-    content = message.get("content")
-    if isinstance(content, str):
+    rows: list[tuple[int, Any]] = []
+    bad: list[tuple[int, str]] = []
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    ordinal = {n: i for i, (n, _) in enumerate(numbered)}  # position among non-blank lines
+    for number, line in numbered:
         try:
-            data = json.loads(content)
-        except ValueError:
-            return content.strip().lower().startswith("error")
-        return isinstance(data, dict) and data.get("error") is not None
-    return False
-
-
-def tool_stats(messages: list[Message] | tuple[Message, ...]) -> dict[str, dict[str, int]]:
-    """{tool: {count, success, failure}}: calls counted from the assistant messages, outcomes
-    from their results (a call that never got a result counts in neither)."""
-    stats: dict[str, dict[str, int]] = {}
-    names: dict[str, str] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or ():
-            entry = stats.setdefault(call["name"], {"count": 0, "success": 0, "failure": 0})
-            entry["count"] += 1
-            names[call["id"]] = call["name"]
-        if message.get("role") == "tool":
-            name = names.pop(message.get("tool_call_id", ""), None)
-            if name is not None:
-                stats[name]["failure" if tool_failed(message) else "success"] += 1
-    return stats
-
-
-def iso_time(when: float | None) -> str | None:
-    """ISO 8601 in UTC, e.g. 2025-10-11T10:30:00.123Z."""
-    if when is None:
-        return None
-    stamp = datetime.fromtimestamp(when, tz=UTC).isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
-
-
-def _parse_time(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            bad.append((number, f"not JSON ({exc.msg} at column {exc.colno})"))
+    total = len(numbered)
+    if any(isinstance(row, dict) and "conversations" in row for _, row in rows):
+        trajectories = []
+        for number, row in rows:
+            try:
+                trajectories.append(_sharegpt_row(path, number, row, ordinal[number]))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                bad.append((number, f"not a ShareGPT trajectory ({type(exc).__name__}: {exc})"))
+        if bad:
+            raise UnreadableRows(path, sorted(bad), total)
+        return trajectories
+    bad += [(n, "not a message (a JSON object with a \"role\")") for n, row in rows
+            if not (isinstance(row, dict) and "role" in row)]
+    if bad or not rows:
+        if not rows or len(bad) == total:
+            raise TrajectoryNotFound(f"{path} is neither a transcript (JSON lines of messages) "
+                                     "nor ShareGPT lines ({\"conversations\": [...]} per line)")
+        raise UnreadableRows(path, sorted(bad), total)
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+        return [build([row for _, row in rows], None, session_id=path.stem,
+                      extra={"origin": f"{path}"})]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TrajectoryNotFound(f"{path}: not a readable transcript "
+                                 f"({type(exc).__name__}: {exc})") from exc
 
 
-def _turn(index: int, message: Message) -> TurnUsage:
-    usage = message.get("usage") or {}
-    counts = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
-    return TurnUsage(index, message.get("model"), duration_ms=message.get("duration_ms"), **counts)
+def _sharegpt_row(path: Path, number: int, line: dict[str, Any], position: int) -> Trajectory:
+    """One ShareGPT line (Hermes', `export --format sharegpt`, or a Talaria batch line)."""
+    from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 
+    meta = line.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise TypeError("metadata is not an object")
+    usage = meta.get("usage")
+    index = line.get("prompt_index")
+    extra = {"source": "sharegpt", "origin": f"{path}:{number}",
+             "prompt_index": index if isinstance(index, int) else position}
+    if isinstance(usage, dict):
+        extra["usage"] = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
+    for key in ("task_id", "status", "reason", "error"):  # a Talaria batch line's own fields
+        if line.get(key) is not None:
+            extra[key] = line[key]
+    session_id = meta.get("session_id") or line.get("task_id") or f"{path.stem}-{position}"
+    return build(
+        parse_sharegpt(line), None, session_id=str(session_id),
+        model=meta.get("model") or line.get("model"), created_at=parse_time(meta.get("timestamp")),
+        extra=extra,
+    )
 
 def _message_times(path: Path, session_id: str) -> list[float | None]:
     """Record times of the session's messages, in transcript order. The store's API returns

@@ -7,9 +7,11 @@
                                          tool, turns and tokens per task), then a table and the
                                          first `BATCH_DETAIL_LIMIT` conversations
 
-Two line shapes are read: Hermes' ShareGPT lines (`conversations`, `tool_stats` with
-count/success/failure; Talaria's `export --format sharegpt` too) and Talaria's own batch
-records (`agent/batch/records.py`: `messages`, `tokens`, `tool_stats` with calls/failed).
+Two line shapes are read: ShareGPT lines (`conversations`, `tool_stats` with
+count/success/failure: Hermes', Talaria's `export --format sharegpt`, and Talaria's batch
+lines, which add `task_id`, `status`, `reason`, `tokens`: see batch/records.py) and bare
+records with `messages`. A task is labelled by its `task_id` when the line has one, else by
+`#prompt_index` (its position in the dataset); the table shows both.
 Token counts come from the line (`metadata.usage` or `tokens`); ShareGPT lines without them
 (Hermes' own) get an offline cl100k estimate of their text, shown as such.
 """
@@ -32,6 +34,10 @@ BATCH_DETAIL_LIMIT = 100
 @dataclass(frozen=True, slots=True)
 class Task:
     label: str
+    """The task id, or `#prompt_index` for lines without one."""
+    index: int
+    """The line's `prompt_index` (the task's 0-based position in its dataset), else its
+    position in the file."""
     prompt: str
     completed: bool
     state: str
@@ -83,10 +89,15 @@ def summarize(position: int, entry: dict[str, Any]) -> Task:
         tokens_in = sum(count(t.get("value") or "") for t in turns if t.get("from") != "gpt")
         tokens_out = sum(count(t.get("value") or "") for t in turns if t.get("from") == "gpt")
         estimated = True
+    index = entry.get("prompt_index")
+    index = index if isinstance(index, int) else position
+    task_id = entry.get("task_id")
     return Task(
-        label=f"#{entry.get('prompt_index', position)}", prompt=" ".join(str(prompt).split()),
+        label=str(task_id) if task_id is not None else f"#{index}", index=index,
+        prompt=" ".join(str(prompt).split()),
         completed=bool(entry.get("completed")),
-        state="completed" if entry.get("completed") else "partial",
+        state=_state(entry) if "status" in entry else
+        "completed" if entry.get("completed") else "partial",
         api_calls=entry.get("api_calls") or sum(t.get("from") == "gpt" for t in turns),
         tool_calls=sum(s.get("count", 0) for s in tool_stats.values()),
         failures=sum(s.get("failure", 0) for s in tool_stats.values()),
@@ -98,18 +109,26 @@ def _summarize_record(position: int, record: dict[str, Any]) -> Task:
     """A Talaria batch record (`agent/batch/records.py`)."""
     tools = _counts(record.get("tool_stats") or {})
     tokens = record.get("tokens") or {}
+    index = record.get("prompt_index")
+    index = index if isinstance(index, int) else position
     return Task(
-        label=str(record.get("task_id") or f"#{position}"),
+        label=str(record.get("task_id") or f"#{index}"), index=index,
         prompt=" ".join(str(record.get("prompt") or "").split()),
         completed=record.get("status") == "completed",
-        state="completed" if record.get("status") == "completed"
-        else f"{record.get('status') or 'failed'} ({record.get('reason') or '?'})",
+        state=_state(record),
         api_calls=int(record.get("turns") or 0),
         tool_calls=sum(s["count"] for s in tools.values()),
         failures=sum(s["failure"] for s in tools.values()),
         input_tokens=int(tokens.get("input") or 0), output_tokens=int(tokens.get("output") or 0),
         estimated=False,
     )
+
+
+def _state(record: dict[str, Any]) -> str:
+    """completed, or "failed (reason)" for a Talaria batch line or record."""
+    if record.get("status") == "completed":
+        return "completed"
+    return f"{record.get('status') or 'failed'} ({record.get('reason') or '?'})"
 
 
 def _counts(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -213,20 +232,22 @@ def _charts(tasks: list[Task], tools: dict[str, dict[str, int]], estimated: bool
 
 def _table(tasks: list[Task]) -> str:
     rows = "".join(
-        f"<tr><td>{escape(t.label)}</td><td>{escape(clip(t.prompt, 90))}</td>"
+        f'<tr><td>{escape(t.label)}</td><td class="n">{t.index}</td>'
+        f"<td>{escape(clip(t.prompt, 90))}</td>"
         f"<td><span class={'ok' if t.completed else 'warn'}>{escape(t.state)}</span></td>"
         f'<td class="n">{t.api_calls}</td><td class="n">{t.tool_calls}</td>'
         f'<td class="n">{t.failures}</td><td class="n">{t.input_tokens + t.output_tokens:,}</td></tr>'
         for t in tasks
     )
-    return ('<h2>Tasks</h2><div class="card"><table><tr><th>task</th><th>prompt</th><th>status</th>'
+    return ('<h2>Tasks</h2><div class="card"><table><tr><th>task</th><th class="n">#</th>'
+            '<th>prompt</th><th>status</th>'
             '<th class="n">turns</th><th class="n">tool calls</th><th class="n">failed</th>'
             f'<th class="n">tokens</th></tr>{rows}</table></div>')
 
 
 def _details(entries: list[dict[str, Any]], tasks: list[Task]) -> str:
     from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
-    from talaria.agent.trajectories.load import build
+    from talaria.agent.trajectories.model import build
 
     out = ["<h2>Conversations</h2>"]
     for entry, task in list(zip(entries, tasks, strict=True))[:BATCH_DETAIL_LIMIT]:

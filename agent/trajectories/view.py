@@ -18,7 +18,7 @@ from typing import Any
 
 from talaria.agent.trajectories import charts
 from talaria.agent.trajectories.export.redact import redact
-from talaria.agent.trajectories.load import Message, Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time, tool_failed
 
 TEXT_LIMIT = 20_000
 PREVIEW_CHARS = 90

@@ -1,8 +1,11 @@
 """/compact over ACP: summary call, compaction update or notice, then the compacted context is
-what the model sees, while session/load in a new process still shows the whole history."""
+what the model sees, while session/load in a new process still shows the whole history.
+/compact runs between turns, so finished turns are compacted too (only the final answer and
+any pending question stay verbatim)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.acp_harness import Editor
@@ -50,8 +53,11 @@ def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Pa
         sent = fake_llm.requests[-1]["json"]["messages"]
         text = str(sent)
         assert "[CONTEXT SUMMARY]" in text and "read the ledgers" in text
-        # Of three full reads only the one in the protected tail is left verbatim.
-        assert text.count("balances to zero") == BIG.count("balances to zero")
+        # Between turns every finished turn is compacted: no full read is left, the final
+        # answer and the first task stay verbatim.
+        assert "balances to zero" not in text
+        assert [m["content"] for m in sent if m["role"] == "assistant"] == ["Read big3.txt."]
+        assert "Step 0: read big1.txt" in str(sent[1])
         assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "continue"}]}
 
     with Editor(tmp_path, fake_llm, env=env, home=tmp_path / "home") as ed:  # a new process
@@ -73,3 +79,40 @@ def test_clients_without_compaction_support_get_a_notice(tmp_path: Path, fake_ll
         assert not ed.updates(sid, "compaction_update")
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
         assert "Compacted the context" in said and "summary model failed" in said
+
+
+def _request_bytes(request: dict) -> int:
+    body = request["json"]
+    return len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools") or []))
+
+
+def test_compact_after_a_finished_turn_that_read_a_big_file(tmp_path: Path, fake_llm) -> None:
+    """Issue 10 item 4: the finished turn is not a live one; the next request shrinks."""
+    line = "0123456789 the quick brown fox jumps over the lazy dog, ledger row {i:06d}\n"
+    big = "".join(line.format(i=i) for i in range(2_700))  # ~200 KB
+    with Editor(tmp_path, fake_llm) as ed:  # the default (large) context window
+        _initialize(ed, compaction=False)
+        (ed.project / "big.txt").write_text(big)
+        sid = ed.new_session()
+        fake_llm.script([
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt", "limit": 2000}}]},
+            {"text": "The file lists ledger rows; row 000042 is fine."},
+        ])
+        assert ed.prompt(sid, "Read big.txt and tell me about row 42.")["stopReason"] == "end_turn"
+        last_of_turn = fake_llm.requests[-1]
+        assert "ledger row 001200" in str(last_of_turn["json"]["messages"])  # the read is in it
+
+        fake_llm.script([{"text": "## Goal\nrow 42\n## Open work\n- none"}])
+        assert ed.prompt(sid, "/compact")["stopReason"] == "end_turn"
+        said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        assert "Compacted the context from" in said, said
+
+        fake_llm.script([{"text": "row 42 is still fine"}])
+        assert ed.prompt(sid, "and row 43?")["stopReason"] == "end_turn"
+        following = fake_llm.requests[-1]
+        sent = following["json"]["messages"]
+        assert "ledger row 001200" not in str(sent)
+        assert sent[1]["content"] == [{"type": "text", "text": "Read big.txt and tell me about row 42."}]
+        answers = [m["content"] for m in sent if m["role"] == "assistant"]
+        assert answers == ["The file lists ledger rows; row 000042 is fine."]
+        assert _request_bytes(following) < _request_bytes(last_of_turn) / 4, "well under half"

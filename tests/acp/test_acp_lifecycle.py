@@ -53,7 +53,7 @@ def test_session_new_returns_modes_and_config_options_then_advertises_commands(t
         ed.wait_for(lambda: ed.updates(sid, "available_commands_update"), what="commands")
         transcript = ed.transcript()
     assert result["modes"]["currentModeId"] == "default"
-    assert [m["id"] for m in result["modes"]["availableModes"]] == ["default", "accept_edits", "plan", "dont_ask"]
+    assert [m["id"] for m in result["modes"]["availableModes"]] == ["default", "accept_edits", "plan", "auto", "dont_ask"]
     options = {o["id"]: o for o in result["configOptions"]}
     assert options["mode"]["currentValue"] == "default"
     assert options["model"]["category"] == "model" and options["model"]["currentValue"] == "openai:fake"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from talaria.agent.permissions import MODES
 from tests.acp_checks import check_turn, final
-from tests.acp_harness import Editor
+from tests.acp_harness import Editor, server_env
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:
@@ -63,7 +66,12 @@ def test_plan_mode_refuses_writes_and_commands_without_asking(tmp_path: Path, fa
         assert "Plan mode is read-only" in results[card[0]["toolCallId"]]["error"]
 
 
-def test_dont_ask_asks_only_for_sensitive_paths(tmp_path: Path, fake_llm) -> None:
+def launched(ed: Editor) -> list[list[str]]:
+    """The argv of every `terminal/create` the editor ran."""
+    return [list(term.proc.args) for term in ed.terminals.values()]
+
+
+def test_auto_asks_only_for_sensitive_paths_and_sandboxes_commands(tmp_path: Path, fake_llm) -> None:
     fake_llm.script([
         {"tool_calls": [call("write_file", path="ok.txt", content="ok"), call("terminal", command="true"),
                         call("write_file", path=".env", content="SECRET=1"),
@@ -71,7 +79,7 @@ def test_dont_ask_asks_only_for_sensitive_paths(tmp_path: Path, fake_llm) -> Non
         {"text": "ok"},
     ])
     with Editor(tmp_path, fake_llm, permission="reject_once") as ed:
-        sid = session(ed, "dont_ask")
+        sid = session(ed, "auto")
         ok, command, env, git = run(ed, sid).values()
     asked = [p["toolCall"]["toolCallId"] for p in ed.permission_requests]
     assert asked == [env[0]["toolCallId"], git[0]["toolCallId"]]
@@ -79,6 +87,34 @@ def test_dont_ask_asks_only_for_sensitive_paths(tmp_path: Path, fake_llm) -> Non
     assert final(ok)["status"] == final(command)["status"] == "completed"
     assert final(env)["status"] == final(git)["status"] == "failed"
     assert [path for path, _ in ed.writes] == [str(ed.project / "ok.txt")]
+    (argv,) = launched(ed)  # the editor ran the sandbox launcher, which ran bash
+    assert argv[-3:] == ["bash", "-c", "true"] and any(a.endswith("launch.py") for a in argv)
+
+
+def test_dont_ask_refuses_what_was_not_approved_and_runs_the_rest_sandboxed(
+    tmp_path: Path, fake_llm
+) -> None:
+    fake_llm.script([
+        {"tool_calls": [call("terminal", command="echo approved")]},
+        {"text": "ok"},
+        {"tool_calls": [call("terminal", command="echo approved"), call("terminal", command="echo other"),
+                        call("write_file", path="a.txt", content="a"), call("read_file", path="c.txt")]},
+        {"text": "ok"},
+    ])
+    with Editor(tmp_path, fake_llm, permission="allow_always") as ed:
+        (ed.project / "c.txt").write_text("c\n")
+        sid = session(ed, "default")
+        (first,) = run(ed, sid).values()
+        ed.request("session/set_mode", {"sessionId": sid, "modeId": "dontAsk"})
+        again, other, write, read = run(ed, sid).values()
+    assert [p["toolCall"]["toolCallId"] for p in ed.permission_requests] == [first[0]["toolCallId"]]
+    assert final(first)["status"] == final(again)["status"] == final(read)["status"] == "completed"
+    assert final(other)["status"] == final(write)["status"] == "failed" and not ed.writes
+    results = tool_results(fake_llm)
+    assert "dont_ask" in results[other[0]["toolCallId"]]["error"]
+    seen, unseen = launched(ed)  # asked: runs as the user saw it; approved before: sandboxed
+    assert seen == ["bash", "-c", "echo approved"]
+    assert unseen[-3:] == seen and unseen[0] != "bash"
 
 
 def test_allow_always_is_remembered_for_the_path_in_the_session(tmp_path: Path, fake_llm) -> None:
@@ -128,8 +164,8 @@ def test_a_rejected_edit_cannot_be_slipped_through_the_terminal(tmp_path: Path, 
         (ed.project / "foo.py").write_text("a = 1\n")
         sid = session(ed, "default")
         patch, command = run(ed, sid).values()
-        # Even in dont_ask, where commands never ask, this one does.
-        ed.request("session/set_mode", {"sessionId": sid, "modeId": "dont_ask"})
+        # Even in auto, where commands never ask, this one does.
+        ed.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
         (again,) = run(ed, sid).values()
     assert [p["toolCall"]["toolCallId"] for p in ed.permission_requests] == [
         patch[0]["toolCallId"], command[0]["toolCallId"], again[0]["toolCallId"]]
@@ -159,3 +195,55 @@ def test_the_headless_bypass_mode_never_reaches_an_editor_session(tmp_path: Path
     assert result["modes"]["currentModeId"] == "default"
     assert {o["id"]: o for o in result["configOptions"]}["mode"]["currentValue"] == "default"
     assert len(ed.permission_requests) == 1 and not ed.writes
+
+
+# -- mode names at every entry ----------------------------------------------------------------
+
+BAD_MODES = ("yolo", "dontask", "Default", "accept-edits", "", "bypass", "bypassPermissions")
+
+
+def test_every_editor_entry_takes_claude_code_names_and_refuses_unknown_ones(tmp_path: Path, fake_llm) -> None:
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize()
+        sid = ed.new_session()
+        assert ed.request("session/set_mode", {"sessionId": sid, "modeId": "acceptEdits"}) == {}
+        assert ed.updates(sid, "current_mode_update")[-1]["currentModeId"] == "accept_edits"
+        result = ed.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "dontAsk"})
+        assert {o["id"]: o for o in result["configOptions"]}["mode"]["currentValue"] == "dont_ask"
+        for bad in BAD_MODES:
+            for method, params in (("session/set_mode", {"modeId": bad}),
+                                   ("session/set_config_option", {"configId": "mode", "value": bad})):
+                err = ed.error(method, {"sessionId": sid, **params})
+                shown = f"{err.message} {err.data}"
+                assert err.code == -32602 and all(m in shown for m in MODES), (bad, shown)
+        assert ed.prompt(sid, "/mode auto") == {"stopReason": "end_turn"}
+        said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        assert "Mode set to auto" in said
+        assert ed.error("session/prompt", {"sessionId": sid,
+                                           "prompt": [{"type": "text", "text": "/mode yolo"}]}).code == -32602
+        assert ed.updates(sid, "current_mode_update")[-1]["currentModeId"] == "auto"
+
+
+def talaria(args: list[str], home: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = server_env(home, None, **env)
+    return subprocess.run([sys.executable, "-m", "talaria.acp_server", *args], env=full, cwd=cwd,
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+
+
+def test_a_bad_mode_from_the_environment_flag_or_config_file_stops_talaria(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    for bad in BAD_MODES[:4]:
+        for args in (["acp"], ["config"], ["run", "hi"]):
+            done = talaria(args, home, tmp_path, TALARIA_MODE=bad)
+            assert done.returncode == 2 and "env TALARIA_MODE" in done.stderr, (args, done.stderr)
+            assert all(m in done.stderr for m in MODES) and "Traceback" not in done.stderr
+            assert done.stdout == "", "stdout stays protocol-only"
+        done = talaria(["run", "hi", "--mode", bad], home, tmp_path)
+        assert done.returncode == 2 and "--mode" in done.stderr and "unknown permission mode" in done.stderr
+        (home / "config.toml").write_text(f'mode = "{bad}"\n')
+        done = talaria(["config"], home, tmp_path)
+        assert done.returncode == 2 and "config.toml" in done.stderr and "auto" in done.stderr
+        (home / "config.toml").unlink()
+    (home / "config.toml").write_text('mode = "acceptEdits"\n')
+    assert "accept_edits  (config.toml)" in talaria(["config"], home, tmp_path).stdout

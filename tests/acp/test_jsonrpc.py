@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from talaria.acp_server.jsonrpc import (
+    MAX_ABANDONED,
     ConnectionClosed,
     Peer,
     Reply,
@@ -497,6 +498,43 @@ async def test_a_response_to_an_unknown_id_is_logged_and_ignored(
         await wire.send({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {}})
         assert (await wire.receive())["id"] == 1
     assert "unknown or expired request id 12345" in caplog.text
+
+
+async def test_a_late_answer_to_a_request_given_up_on_is_expected_not_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """E.g. `talaria run --acp` on Ctrl-C: the agent still answers the prompt it was running."""
+    caplog.set_level(logging.DEBUG, logger="talaria.acp_server.jsonrpc")
+    async with serving() as (peer, wire, _):
+        with pytest.raises(RequestTimeout):  # given up on: timed out
+            await peer.request("session/prompt", {}, timeout=0.1)
+        timed_out = await wire.receive()
+        assert (await wire.receive())["method"] == "$/cancel_request"
+        async with anyio.create_task_group() as tg:  # given up on: cancelled
+            tg.start_soon(partial(peer.request, "session/prompt", {}, timeout=None))
+            asked = await wire.receive()
+            tg.cancel_scope.cancel()
+        assert (await wire.receive())["method"] == "$/cancel_request"
+        for late in (timed_out, asked):
+            await wire.send({"jsonrpc": "2.0", "id": late["id"], "result": {"stopReason": "cancelled"}})
+        await wire.send({"jsonrpc": "2.0", "id": asked["id"], "result": {}})  # a second answer
+        await wire.send({"jsonrpc": "2.0", "id": 1, "method": "nope", "params": {}})
+        assert (await wire.receive())["id"] == 1  # both late answers were read before this
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [f"response to an unknown or expired request id {asked['id']}"]
+    assert caplog.text.count("late response to abandoned request") == 2
+
+
+def test_abandoned_request_ids_are_bounded() -> None:
+    read, write = os.pipe()
+    try:
+        peer = Peer(*fd_streams(read, write))
+        for request_id in range(MAX_ABANDONED + 10):
+            peer._abandon(request_id)
+        assert len(peer._abandoned) == MAX_ABANDONED and 0 not in peer._abandoned
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 # -- the ACP schema helper ------------------------------------------------------------------

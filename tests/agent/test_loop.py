@@ -12,11 +12,12 @@ import pytest
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.errors import AuthError, ServerError
 from talaria.agent.store import Store
-from tests.helpers import Recorder, assert_pairs_complete, group_alive, make_session
+from tests.helpers import assert_pairs_complete, group_alive, make_session, recorded
 
 
-def run(session, prompt, emit):
-    return anyio.run(run_turn, session, prompt, emit)
+def run(session, prompt, events=None):
+    """One turn; its events go to the session's recorder (`recorded(session)`)."""
+    return anyio.run(run_turn, session, prompt)
 
 
 def test_multi_turn_task_with_tools(fake_llm, tmp_path: Path) -> None:
@@ -29,7 +30,7 @@ def test_multi_turn_task_with_tools(fake_llm, tmp_path: Path) -> None:
             {"name": "write_file", "arguments": {"path": "out/summary.txt", "content": "2 lines\n"}}]},
         {"text": "Done: 2 lines."},
     ])
-    events = Recorder()
+    events = recorded(session)
     assert run(session, "Summarise notes.txt", events) == "end_turn"
     assert (session.cwd / "out" / "summary.txt").read_text() == "2 lines\n"
     # The model saw the file through read_file's numbered lines.
@@ -54,7 +55,7 @@ def test_parallel_reads_keep_model_order(fake_llm, tmp_path: Path) -> None:
         {"tool_calls": [{"name": "read_file", "arguments": {"path": f"{n}.txt"}} for n in "cab"]},
         {"text": "ok"},
     ])
-    assert run(session, "read", Recorder()) == "end_turn"
+    assert run(session, "read") == "end_turn"
     results = [m for m in session.messages if m["role"] == "tool"]
     assert [json.loads(m["content"])["content"] for m in results] == ["1|ccc", "1|aaa", "1|bbb"]
 
@@ -69,7 +70,7 @@ def test_bad_tool_calls_become_results(fake_llm, tmp_path: Path) -> None:
         ]},
         {"text": "sorry"},
     ])
-    assert run(session, "go", Recorder()) == "end_turn"
+    assert run(session, "go") == "end_turn"
     errors = [json.loads(m["content"])["error"] for m in session.messages if m["role"] == "tool"]
     assert "Unknown tool" in errors[0] and "Invalid JSON" in errors[1] and "Missing argument" in errors[2]
 
@@ -78,7 +79,7 @@ def test_max_turns_stops_the_loop(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, max_turns=2)
     call = {"tool_calls": [{"name": "todo", "arguments": {}}]}
     fake_llm.script([call, call, call])
-    assert run(session, "loop forever", Recorder()) == "max_turn_requests"
+    assert run(session, "loop forever") == "max_turn_requests"
     assert_pairs_complete(session.messages)
 
 
@@ -86,7 +87,7 @@ def test_max_turns_stops_the_loop(fake_llm, tmp_path: Path) -> None:
 def test_finish_reasons_map_to_stop_reasons(fake_llm, tmp_path: Path, finish: str, reason: str) -> None:
     session = make_session(fake_llm, tmp_path)
     fake_llm.script([{"text": "partial", "finish": finish}])
-    assert run(session, "go", Recorder()) == reason
+    assert run(session, "go") == reason
 
 
 def test_provider_failure_keeps_the_user_message(fake_llm, tmp_path: Path) -> None:
@@ -94,11 +95,11 @@ def test_provider_failure_keeps_the_user_message(fake_llm, tmp_path: Path) -> No
     session = make_session(fake_llm, tmp_path, store=store)
     fake_llm.script([{"fault": {"status": 500}}] * 4)
     with pytest.raises(ServerError):
-        run(session, "please keep me", Recorder())
+        run(session, "please keep me")
     assert store.messages(session.id)[-1] == {"role": "user", "content": "please keep me"}
     fake_llm.script([{"fault": {"status": 401}}])
     with pytest.raises(AuthError) as info:
-        run(session, "again", Recorder())
+        run(session, "again")
     assert "talaria setup" in info.value.user_message() or "API key" in info.value.user_message()
 
 
@@ -106,7 +107,7 @@ def test_retry_discards_partial_output_and_tells_the_user(fake_llm, tmp_path: Pa
     session = make_session(fake_llm, tmp_path)
     fake_llm.script([{"text": "half an answ", "fault": "disconnect", "after_chunks": 3},
                      {"text": "the whole answer"}])
-    events = Recorder()
+    events = recorded(session)
     assert run(session, "go", events) == "end_turn"
     assert session.messages[-1]["content"] == "the whole answer"
     assert events.of("Notice"), "the retry is announced"
@@ -122,14 +123,14 @@ def test_cancel_during_a_command_kills_it_and_keeps_pairs(fake_llm, tmp_path: Pa
         ]},
     ])
     pid_file = session.cwd / "pid.txt"
-    events = Recorder()
+    events = recorded(session)
 
     async def main() -> tuple[str, float]:
         async with anyio.create_task_group() as tg:
             result: list[str] = []
 
             async def turn() -> None:
-                result.append(await run_turn(session, "run it", events))
+                result.append(await run_turn(session, "run it"))
 
             tg.start_soon(turn)
             with anyio.fail_after(10):
@@ -151,13 +152,13 @@ def test_cancel_during_a_command_kills_it_and_keeps_pairs(fake_llm, tmp_path: Pa
     assert all(f.status == "failed" for f in finished)
     assert not session.cancel(), "a late cancel is a no-op"
     fake_llm.script([{"text": "fresh turn"}])
-    assert run(session, "next", Recorder()) == "end_turn"
+    assert run(session, "next") == "end_turn"
 
 
 def test_reasoning_is_streamed_and_kept(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path)
     fake_llm.script([{"reasoning": "think first", "text": "answer"}])
-    events = Recorder()
+    events = recorded(session)
     assert run(session, "q", events) == "end_turn"
     assert "".join(e.text for e in events.of("ThoughtChunk")) == "think first"
     assert session.messages[-1]["reasoning"] == "think first"
@@ -171,7 +172,7 @@ def test_anthropic_thinking_round_trips(fake_llm, tmp_path: Path) -> None:
          "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
         {"text": "done"},
     ])
-    assert run(session, "q", Recorder()) == "end_turn"
+    assert run(session, "q") == "end_turn"
     second = fake_llm.requests[1]["json"]["messages"]
     assistant = next(m for m in second if m["role"] == "assistant")
     assert assistant["content"][0] == {"type": "thinking", "thinking": "plan", "signature": "sig-1"}
@@ -181,7 +182,7 @@ def test_images_left_out_for_models_without_vision(fake_llm, tmp_path: Path) -> 
     session = make_session(fake_llm, tmp_path, model="openai:gpt-3.5-turbo")
     assert not session.supports_images
     fake_llm.script([{"text": "ok"}])
-    events = Recorder()
+    events = recorded(session)
     image = {"type": "image", "mime_type": "image/png", "data": "iVBORw0KGgo="}
     assert run(session, [{"type": "text", "text": "look"}, image], events) == "end_turn"
     sent = json.dumps(fake_llm.requests[-1]["json"]["messages"])
@@ -189,5 +190,5 @@ def test_images_left_out_for_models_without_vision(fake_llm, tmp_path: Path) -> 
     assert "does not take images" in events.of("Notice")[0].text
     vision = make_session(fake_llm, tmp_path, model="openai:gpt-4.1")
     fake_llm.script([{"text": "ok"}])
-    run(vision, [{"type": "text", "text": "look"}, image], Recorder())
+    run(vision, [{"type": "text", "text": "look"}, image])
     assert "image_url" in json.dumps(fake_llm.requests[-1]["json"]["messages"])

@@ -67,7 +67,7 @@ def check(perms: Permissions, kind: str, *paths: Path, command: str | None = Non
 @pytest.mark.parametrize(("mode", "kind", "asks"), [
     ("default", "edit", True), ("default", "execute", True), ("default", "read", False),
     ("accept_edits", "edit", False), ("accept_edits", "execute", True),
-    ("dont_ask", "edit", False), ("dont_ask", "execute", False), ("bypass", "edit", False),
+    ("auto", "edit", False), ("auto", "execute", False), ("bypass", "edit", False),
 ])
 def test_modes_inside_the_project(tmp_path: Path, mode: str, kind: str, asks: bool) -> None:
     asker = Asker("allow_once")
@@ -87,7 +87,7 @@ def test_plan_mode_refuses_without_asking(tmp_path: Path) -> None:
 
 def test_outside_roots_and_sensitive_paths_ask(tmp_path: Path) -> None:
     asker = Asker("reject_once", "allow_once")
-    perms = Permissions(roots=(tmp_path / "p",), mode="dont_ask", asker=asker, home=tmp_path)
+    perms = Permissions(roots=(tmp_path / "p",), mode="auto", asker=asker, home=tmp_path)
     assert check(perms, "read", Path("/etc/passwd")) == "The user rejected this tool call."
     assert "outside the project" in asker.asked[0].reason
     assert check(perms, "edit", tmp_path / "p" / ".env") is None
@@ -106,10 +106,10 @@ def test_allow_always_is_remembered_per_kind_and_path(tmp_path: Path) -> None:
 
 def test_rejected_edit_cannot_be_slipped_through_a_command(tmp_path: Path) -> None:
     asker = Asker("reject_always", "reject_once")
-    perms = Permissions(roots=(tmp_path,), mode="dont_ask", asker=asker, home=tmp_path / "home")
+    perms = Permissions(roots=(tmp_path,), mode="auto", asker=asker, home=tmp_path / "home")
     perms.mode = "default"
     assert "rejected" in check(perms, "edit", tmp_path / "secret.py")
-    perms.mode = "dont_ask"  # even where commands never ask
+    perms.mode = "auto"  # even where commands never ask
     assert check(perms, "execute", command="echo hacked > secret.py") is not None
     assert "secret.py" in asker.asked[1].reason and "rejected" in asker.asked[1].reason
     assert check(perms, "edit", tmp_path / "secret.py").startswith("The user rejected edit")

@@ -69,7 +69,7 @@ def test_run_acp_json_prints_session_updates(fake_llm: FakeLLM, project: Path, t
     lines: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines()]
     *updates, summary = lines
     assert summary == {"type": "summary", "stop_reason": "end_turn", "session": updates[0]["sessionId"],
-                       "tool_calls": 3, "failed_tool_calls": 0}
+                       "tool_calls": 3, "failed_tool_calls": 0, "unasked_tool_calls": 0}
     assert {u["sessionId"] for u in updates} == {summary["session"]}
     kinds = {u["update"]["sessionUpdate"] for u in updates}
     assert {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"} <= kinds
@@ -78,15 +78,36 @@ def test_run_acp_json_prints_session_updates(fake_llm: FakeLLM, project: Path, t
     assert any(c["type"] == "diff" for c in contents) and any(c["type"] == "terminal" for c in contents)
 
 
-def test_run_acp_without_yes_or_a_terminal_rejects_edits(
-    fake_llm: FakeLLM, project: Path, tmp_path: Path
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_without_yes_or_a_terminal_edits_are_refused_and_the_run_says_why(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
 ) -> None:
     fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="HACKED"),
-                     {"text": "Fine, I won't."}])
-    result = talaria(["run", "Edit it", "--acp"], agent_env(tmp_path / "home", fake_llm), project)
+                     call("terminal", command="touch made.txt"), {"text": "Fine, I won't."}])
+    result = talaria(["run", "Edit it", *via], agent_env(tmp_path / "home", fake_llm), project)
+    assert result.returncode == 4, result.stderr
+    assert "✗ Edit notes.txt — not allowed: there was no terminal to ask on" in result.stdout
+    assert "✗ Run `touch made.txt` — not allowed: there was no terminal to ask on" in result.stdout
+    assert "The user rejected" not in result.stdout  # nobody was there to reject anything
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("talaria:")]
+    assert line.startswith("talaria: 2 tool calls (Edit notes.txt, Run `touch made.txt`) needed "
+                           "permission and there was no terminal to ask on, so they were refused.")
+    assert "--yes" in line and "--mode accept_edits" in line
+    assert (project / "notes.txt").read_text() == "hello world\n" and not (project / "made.txt").exists()
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_the_advice_works_mode_accept_edits_needs_no_terminal_for_edits(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
+) -> None:
+    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="goodbye"),
+                     {"text": "Done."}])
+    env = agent_env(tmp_path / "home", fake_llm)
+    result = talaria(["run", "Edit it", "--mode", "accept_edits", "--json", *via], env, project)
     assert result.returncode == 0, result.stderr
-    assert "✗ Edit notes.txt — The user rejected this tool call." in result.stdout
-    assert (project / "notes.txt").read_text() == "hello world\n"
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert (summary["stop_reason"], summary["unasked_tool_calls"]) == ("end_turn", 0)
+    assert (project / "notes.txt").read_text() == "goodbye world\n"
 
 
 def test_run_acp_passes_flags_and_reports_errors(fake_llm: FakeLLM, project: Path, tmp_path: Path) -> None:
@@ -102,36 +123,85 @@ def test_run_acp_passes_flags_and_reports_errors(fake_llm: FakeLLM, project: Pat
     assert fake_llm.requests[-1]["json"]["model"] == "from-flag"
 
     result = talaria(["run", "hi", "--acp", "--mode", "sideways"], env, project)
-    assert result.returncode == 2 and "unknown mode" in result.stderr
+    assert result.returncode == 2 and "unknown permission mode" in result.stderr
 
 
-def test_run_acp_asks_on_the_terminal_and_stops_cleanly_on_ctrl_c(
-    fake_llm: FakeLLM, project: Path, tmp_path: Path
-) -> None:
-    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="goodbye"),
-                     call("terminal", command="sleep 30"), {"text": "unreachable"}])
-    args = [sys.executable, "-m", "talaria.acp_server", "run", "Edit, then wait", "--acp"]
-    env = agent_env(tmp_path / "home", fake_llm)
+def spawn_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, int]:
+    """`talaria ARGS` with a real terminal (a pty) as its controlling terminal: (pid, fd)."""
     pid, fd = pty.fork()
-    if pid == 0:  # a real terminal: the permission questions go to /dev/tty
-        os.chdir(project)
-        os.execve(sys.executable, args, env)
+    if pid == 0:  # the child: permission questions go to /dev/tty, Ctrl-C comes from it
+        os.chdir(cwd)
+        os.execve(sys.executable, [sys.executable, "-m", "talaria.acp_server", *args], env)
+    return pid, fd
+
+
+def exit_code(pid: int, timeout: float = TIMEOUT) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"talaria did not exit within {timeout} s")
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_run_asks_on_the_terminal_showing_the_diff_and_stops_cleanly_on_ctrl_c(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
+) -> None:
+    (project / "notes.txt").write_text("hello world\nsecond line\n")
+    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="goodbye"),
+                     call("write_file", path="new.txt", content="fresh\n"),
+                     call("terminal", command="sleep 30"), {"text": "unreachable"}])
+    pid, fd = spawn_on_a_terminal(["run", "Edit, then wait", *via],
+                                  agent_env(tmp_path / "home", fake_llm, NO_COLOR="1"), project)
     try:
         screen = read_until(fd, b"> ")
-        assert b"Allow Edit notes.txt?" in screen and b"[y] Allow once" in screen
+        question = screen.decode()
+        assert "Allow Edit notes.txt?" in question and "[y] Allow once" in question
+        # The diff comes before the question, and nothing is written yet.
+        diff = question.index("-hello world"), question.index("+goodbye world"), question.index("[y]")
+        assert diff == tuple(sorted(diff)) and f"--- {project / 'notes.txt'}" in question
+        assert " second line" in question and "\x1b[" not in question  # context; NO_COLOR
+        assert (project / "notes.txt").read_text() == "hello world\nsecond line\n"
         os.write(fd, b"y\n")
+        screen += (more := read_until(fd, b"> "))
+        assert f"new file {project / 'new.txt'}" in more.decode() and "+fresh" in more.decode()
+        os.write(fd, b"n\n")
         screen += read_until(fd, b"> ")
         os.write(fd, b"y\n")
         screen += read_until(fd, b"\n")
         time.sleep(0.5)  # `sleep 30` is running in a terminal of ours
         os.write(fd, b"\x03")
         screen += read_until(fd, b"interrupted")
+        status = exit_code(pid)
     finally:
-        _, status = os.waitpid(pid, 0)
         os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 130, screen
+    assert status == 130, screen
+    assert b"Traceback" not in screen and b"expired request" not in screen
+    assert (project / "notes.txt").read_text() == "goodbye world\nsecond line\n"
+    assert not (project / "new.txt").exists()
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_ctrl_c_at_a_permission_question_exits_at_once(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
+) -> None:
+    """Nothing is left waiting for a key: the question is read without a blocking thread."""
+    fake_llm.script([call("patch", path="notes.txt", old_string="hello", new_string="goodbye")])
+    pid, fd = spawn_on_a_terminal(["run", "Edit", *via], agent_env(tmp_path / "home", fake_llm), project)
+    try:
+        screen = read_until(fd, b"> ")
+        os.write(fd, b"\x03")
+        screen += read_until(fd, b"interrupted")
+        status = exit_code(pid)
+    finally:
+        os.close(fd)
+    assert status == 130, screen
     assert b"Traceback" not in screen
-    assert (project / "notes.txt").read_text() == "goodbye world\n"
+    assert (project / "notes.txt").read_text() == "hello world\n"
 
 
 # -- the README's "Scripting Talaria over ACP" examples, run for real ----------------------------

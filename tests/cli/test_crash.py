@@ -13,13 +13,14 @@ from pathlib import Path
 import anyio
 
 from talaria.agent.config import load_config
+from talaria.agent.door import LocalDoor
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.factory import create_retrying_provider
 from talaria.agent.runtime import new_session
 from talaria.agent.store import Store
 from talaria.tools.local.workspace import LocalWorkspace
 from tests import ROOT
-from tests.helpers import Recorder, assert_pairs_complete, openai_env
+from tests.helpers import assert_pairs_complete, openai_env
 
 
 def test_kill_9_mid_tool_keeps_every_committed_message(fake_llm, tmp_path: Path) -> None:
@@ -54,10 +55,10 @@ def test_kill_9_mid_tool_keeps_every_committed_message(fake_llm, tmp_path: Path)
     # Brought back, the session answers the dangling call and can go on.
     config = load_config(env={"TALARIA_HOME": str(home)})
     provider = create_retrying_provider("openai:fake", env=openai_env(fake_llm))
-    session = new_session(config, cwd=project, workspace=LocalWorkspace(project),
+    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project)),
                           provider=provider, store=store, session_id=record.id, history=messages)
     assert_pairs_complete(session.messages)
     assert "Interrupted" in store.messages(record.id)[-1]["content"]
     fake_llm.script([{"text": "It was interrupted; want me to rerun it?"}])
-    assert anyio.run(run_turn, session, "what happened?", Recorder()) == "end_turn"
+    assert anyio.run(run_turn, session, "what happened?") == "end_turn"
     assert_pairs_complete(store.messages(record.id))

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import ToolContext
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +23,7 @@ def anyio_backend() -> str:
 async def call(tmp_path: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("patch")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(tmp_path)))
 
 
 SOURCE = """\
@@ -152,3 +153,35 @@ async def test_errors(tmp_path: Path) -> None:
     )
     (tmp_path / "b.bin").write_bytes(b"a\0")
     assert "binary" in (await call(tmp_path, path="b.bin", old_string="a", new_string="b"))["error"]
+
+
+async def preview(tmp_path: Path, **args: Any) -> dict[str, Any] | None:
+    spec = load_builtin_tools().get("patch")
+    assert spec is not None and spec.preview is not None
+    return await spec.preview(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+
+
+async def test_preview_is_the_diff_the_call_makes_and_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "greet.py"
+    crlf = SOURCE.replace("\n", "\r\n").encode()
+    target.write_bytes(crlf)
+    args = {"path": "greet.py", "old_string": '    message = "hello " + name\n',
+            "new_string": '    message = "hi " + name\n'}
+    shown = await preview(tmp_path, **args)
+    assert target.read_bytes() == crlf  # untouched
+    assert shown is not None and "\r\n" in shown["new_text"]
+    assert shown == (await call(tmp_path, **args))["_diff"]
+    assert target.read_bytes() == shown["new_text"].encode()
+
+
+@pytest.mark.parametrize("args", [
+    {"path": "greet.py", "old_string": "absent", "new_string": "x"},     # not found
+    {"path": "greet.py", "old_string": "message", "new_string": "m"},    # ambiguous
+    {"path": "missing.py", "old_string": "a", "new_string": "b"},        # no such file
+    {"path": "greet.py", "old_string": "", "new_string": "b"},           # bad arguments
+    {"path": "greet.py", "old_string": "a", "new_string": 3},
+])
+async def test_preview_of_a_call_that_would_fail_is_none(tmp_path: Path, args: dict[str, Any]) -> None:
+    (tmp_path / "greet.py").write_text(SOURCE)
+    assert await preview(tmp_path, **args) is None
+    assert (tmp_path / "greet.py").read_text() == SOURCE

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools import read_file
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import ToolContext
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +24,7 @@ def anyio_backend() -> str:
 async def call(tmp_path: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("read_file")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(tmp_path)))
 
 
 async def test_numbered_lines_without_phantom_last_line(tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local import search as local_search
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import ToolContext
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 async def call(cwd: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("search_files")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(cwd)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(cwd)))
 
 
 def tree(root: Path) -> None:
@@ -90,3 +91,23 @@ async def test_errors(tmp_path: Path, backend: str) -> None:
     assert (await call(tmp_path, pattern="x", path="nope"))["error"] == "Path not found: nope"
     assert "pattern" in (await call(tmp_path, pattern=""))["error"]
     assert "target" in (await call(tmp_path, pattern="x", target="dirs"))["error"]
+
+
+async def test_secrets_are_left_out_and_counted(tmp_path: Path, backend: str) -> None:
+    from talaria.tools.paths import Sensitive
+
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "server.pem").write_text("BEGIN KEY\n")
+    (tmp_path / "deploy" / "id_ed25519").write_text("BEGIN KEY\n")
+    (tmp_path / "deploy" / "README.md").write_text("BEGIN here\n")
+    spec = load_builtin_tools().get("search_files")
+    assert spec is not None
+    conceal = Sensitive(tmp_path / "home").secret
+    ctx = ToolContext(workspace=LocalWorkspace(tmp_path), conceal=conceal)
+    for target, pattern in (("content", "BEGIN"), ("files", "*")):
+        r = await spec.handler({"pattern": pattern, "target": target}, ctx)
+        shown = [m if isinstance(m, str) else m["path"] for m in r["matches"]]
+        assert shown == ["deploy/README.md"] and r["sensitive_skipped"] == 2, r
+        assert "ask the user" in r["note"] and r["total"] == 3
+    plain = await spec.handler({"pattern": "BEGIN"}, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    assert len(plain["matches"]) == 3 and "sensitive_skipped" not in plain

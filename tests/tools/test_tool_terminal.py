@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools import terminal
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import CommandResult, ToolContext
+from talaria.tools.sandbox.tiers import SandboxSpec
+from talaria.tools.workspace import CommandResult
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +27,7 @@ def anyio_backend() -> str:
 async def call(ws: LocalWorkspace, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("terminal")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=ws))
+    return await invoke(spec, args, ToolContext(workspace=ws))
 
 
 class EditorLike(LocalWorkspace):
@@ -40,14 +43,16 @@ class EditorLike(LocalWorkspace):
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
         self.calls = [
             *getattr(self, "calls", []),
-            {"cwd": cwd, "timeout": timeout, "output_limit": output_limit},
+            {"cwd": cwd, "timeout": timeout, "output_limit": output_limit, "sandbox": sandbox},
         ]
         if on_terminal is not None:
             await on_terminal("term-7")
-        return await super().run(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
+        return await super().run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
+                                 sandbox=sandbox)
 
 
 async def test_exit_codes_are_results_not_errors(tmp_path: Path) -> None:
@@ -80,7 +85,7 @@ async def test_workdir_timeout_clamp_and_terminal_id(tmp_path: Path) -> None:
 
     spec = load_builtin_tools().get("terminal")
     assert spec is not None
-    r = await spec.handler(
+    r = await invoke(spec,
         {"command": "pwd", "workdir": "sub", "timeout": 99_999},
         ToolContext(workspace=ws, report=report),
     )
@@ -91,6 +96,7 @@ async def test_workdir_timeout_clamp_and_terminal_id(tmp_path: Path) -> None:
             "cwd": tmp_path / "sub",
             "timeout": terminal.MAX_TIMEOUT,
             "output_limit": terminal.OUTPUT_LIMIT,
+            "sandbox": None,
         }
     ]
 

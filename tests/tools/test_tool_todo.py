@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import ToolContext
 
 pytestmark = pytest.mark.anyio
 
@@ -19,24 +20,25 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def ctx(tmp_path: Any) -> ToolContext:
-    reports: list[dict[str, Any]] = []
+def reports() -> list[dict[str, Any]]:
+    return []
 
+
+@pytest.fixture
+def ctx(tmp_path: Any, reports: list[dict[str, Any]]) -> ToolContext:
     async def report(update: dict[str, Any]) -> None:
         reports.append(update)
 
-    c = ToolContext(workspace=LocalWorkspace(tmp_path), report=report)
-    c.state["reports"] = reports
-    return c
+    return ToolContext(workspace=LocalWorkspace(tmp_path), report=report)
 
 
 async def todo(ctx: ToolContext, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("todo")
     assert spec is not None
-    return await spec.handler(args, ctx)
+    return await invoke(spec, args, ctx)
 
 
-async def test_replace_then_merge(ctx: ToolContext) -> None:
+async def test_replace_then_merge(ctx: ToolContext, reports: list[dict[str, Any]]) -> None:
     await todo(
         ctx,
         todos=[
@@ -60,7 +62,7 @@ async def test_replace_then_merge(ctx: ToolContext) -> None:
         {"id": "3", "content": "Write docs", "status": "cancelled"},
         {"id": "4", "content": "Run tests", "status": "pending"},
     ]
-    assert ctx.state["reports"][-1] == {
+    assert reports[-1] == {
         "plan": [
             {"content": "Read code", "priority": "medium", "status": "completed"},
             {"content": "Fix bug", "priority": "medium", "status": "pending"},
@@ -72,7 +74,7 @@ async def test_replace_then_merge(ctx: ToolContext) -> None:
     assert replaced["todos"] == [{"id": "9", "content": "Only this", "status": "pending"}]
 
 
-async def test_invalid_items_change_nothing(ctx: ToolContext) -> None:
+async def test_invalid_items_change_nothing(ctx: ToolContext, reports: list[dict[str, Any]]) -> None:
     await todo(ctx, todos=[{"id": "1", "content": "A"}])
     assert (
         "status"
@@ -82,7 +84,7 @@ async def test_invalid_items_change_nothing(ctx: ToolContext) -> None:
     assert "content" in (await todo(ctx, merge=True, todos=[{"id": "new"}]))["error"]
     assert "list" in (await todo(ctx, todos="1. do it"))["error"]
     assert (await todo(ctx))["todos"] == [{"id": "1", "content": "A", "status": "pending"}]
-    assert len(ctx.state["reports"]) == 1
+    assert len(reports) == 1
 
 
 async def test_empty_read_without_report(tmp_path: Any) -> None:

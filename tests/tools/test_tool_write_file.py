@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import ToolContext
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +25,7 @@ def anyio_backend() -> str:
 async def call(tmp_path: Path, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get("write_file")
     assert spec is not None
-    return await spec.handler(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+    return await invoke(spec, args, ToolContext(workspace=LocalWorkspace(tmp_path)))
 
 
 async def test_new_file_with_parents(tmp_path: Path) -> None:
@@ -85,3 +86,27 @@ async def test_errors_are_results(tmp_path: Path) -> None:
     assert "directory" in (await call(tmp_path, path="d", content="x"))["error"]
     (tmp_path / "f").write_text("")
     assert "error" in await call(tmp_path, path="f/child.txt", content="x")  # parent is a file
+
+
+async def preview(tmp_path: Path, **args: Any) -> dict[str, Any] | None:
+    spec = load_builtin_tools().get("write_file")
+    assert spec is not None and spec.preview is not None
+    return await spec.preview(args, ToolContext(workspace=LocalWorkspace(tmp_path)))
+
+
+async def test_preview_shows_the_write_without_making_it(tmp_path: Path) -> None:
+    assert await preview(tmp_path, path="a/new.txt", content="x\n") == {
+        "path": str(tmp_path / "a" / "new.txt"), "old_text": None, "new_text": "x\n"}
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "crlf.txt").write_bytes(b"old\r\n")
+    shown = await preview(tmp_path, path="crlf.txt", content="new\nlines\n")
+    assert shown == {"path": str(tmp_path / "crlf.txt"), "old_text": "old\r\n",
+                     "new_text": "new\r\nlines\r\n"}  # the line endings the write will keep
+    assert (tmp_path / "crlf.txt").read_bytes() == b"old\r\n"
+    assert (await call(tmp_path, path="crlf.txt", content="new\nlines\n"))["_diff"] == shown
+
+
+async def test_no_preview_for_a_binary_file_or_bad_content(tmp_path: Path) -> None:
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\xff" * 10)
+    assert await preview(tmp_path, path="blob.bin", content="text") is None  # not "a new file"
+    assert await preview(tmp_path, path="x.txt", content=None) is None

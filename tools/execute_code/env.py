@@ -63,6 +63,10 @@ class ExecSettings:
     """Spilled output and scratch dirs; default `$TALARIA_HOME/cache/exec`."""
     tier: str | None = None
     """Sandbox tier override (bubblewrap, landlock, rlimits); None detects the best."""
+    readonly: tuple[Path, ...] = ()
+    """Paths the script may not change (edits the user rejected), when it runs unasked."""
+    hidden: tuple[Path, ...] = ()
+    """More paths to hide (`sensitive_paths`), when it runs unasked."""
 
     def cache(self) -> Path:
         if self.cache_dir is not None:

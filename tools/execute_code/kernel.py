@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 
+from talaria.tools.errors import KernelError
 from talaria.tools.execute_code.env import ExecSettings, interpreter, scrub_env
 from talaria.tools.execute_code.output import Capture, PipeReader
 
@@ -46,11 +47,7 @@ Dispatch = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 def fingerprint(settings: ExecSettings, cwd: Path, env: dict[str, str]) -> tuple[Any, ...]:
     """What a kernel is started with; when it changes, the session needs a new kernel."""
     return (settings.mode, str(cwd), env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"),
-            settings.env_passthrough, settings.tier)
-
-
-class KernelError(Exception):
-    """The kernel could not be started (no interpreter, sandbox failure, bad directory)."""
+            settings.env_passthrough, settings.tier, settings.readonly, settings.hidden)
 
 
 @dataclass(slots=True)
@@ -105,8 +102,9 @@ class Kernel:
             fd = child.fileno()
             argv = [python, "-I", "-S", "-u", str(KERNEL_MAIN), "--fd", str(fd), "--tag", tag]
             writable = (scratch,) if strict else (cwd, scratch)
-            prepared = prepare(argv, SandboxSpec(writable=writable), tier=settings.tier,
-                               pass_fds=(fd,))
+            spec = SandboxSpec(writable=writable, readonly=settings.readonly,
+                               readable_hidden=settings.hidden)
+            prepared = prepare(argv, spec, tier=settings.tier, pass_fds=(fd,))
             kenv = scrub_env(env, settings.env_passthrough) | {
                 "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONIOENCODING": "utf-8",
@@ -121,7 +119,7 @@ class Kernel:
         except (OSError, ValueError, subprocess.SubprocessError, SandboxError) as exc:
             parent.close()
             shutil.rmtree(scratch, ignore_errors=True)
-            raise KernelError(f"{type(exc).__name__}: {exc}") from exc
+            raise KernelError(f"could not start the Python kernel: {type(exc).__name__}: {exc}") from exc
         finally:
             child.close()
         parent.setblocking(False)

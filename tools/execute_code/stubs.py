@@ -101,7 +101,7 @@ def module_source(specs: list[ToolSpec]) -> str:
     parts = [HEADER, f"TOOLS = {tuple(s.name for s in specs)!r}\n"]
     for spec in specs:
         names = [name for name, _, _ in parameters(spec)]
-        doc = spec.description.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        doc = spec.text().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         call_args = ", ".join(f"{n}={n}" for n in names)
         parts.append(
             f"\n\ndef {signature(spec)}:\n"

@@ -4,35 +4,50 @@ Each tool call the script makes travels back over the kernel's channel and is di
 `ctx.call_tool` exactly like a direct call: its own card, the same permission checks, the same
 Workspace (so in an editor `read_file` and `patch` become `fs/*` requests). Only what the
 script prints returns to the model. A session's calls share one kernel: its place in a
-`KernelPool` is `ctx.state["kernels"]` (a front door may share one pool among its sessions),
-its settings `ctx.state["exec_settings"]`, and `ctx.state["on_close"]` stops it with the session.
+`KernelPool` is `ctx.state.kernel` (the pool, `ctx.state.kernels`, may be shared by a front
+door's sessions), its settings `ctx.state.exec_settings`; it stops when the session closes.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from dataclasses import replace
 from typing import Any
 
 import anyio
 
-from talaria.tools import patch, read_file, search_files, terminal, write_file  # noqa: F401 (specs)
+from talaria.tools.context import ToolContext
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
-from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, KernelError, fingerprint
+from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
-from talaria.tools.registry import REGISTRY, tool
-from talaria.tools.workspace import ToolContext
+from talaria.tools.registry import REGISTRY, ToolSpec, tool
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools a script may call; never execute_code itself."""
-SETTINGS_KEY = "exec_settings"
-KERNEL_KEY = "kernels"
 
 
 @functools.cache
 def stub_source(names: tuple[str, ...]) -> str:
-    return stubs.module_source(REGISTRY.select(list(names)))
+    return stubs.module_source(_specs(names))
+
+
+@functools.cache
+def _description() -> str:
+    return stubs.describe(
+        _specs(EXEC_TOOLS),
+        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
+    )
+
+
+def _specs(names: tuple[str, ...]) -> list[ToolSpec]:
+    """The specs of the tools scripts may call; `tools.builtin` registers them all."""
+    specs = REGISTRY.select(list(names))
+    missing = set(names) - {s.name for s in specs}
+    if missing:
+        raise LookupError(f"execute_code: tools not registered: {', '.join(sorted(missing))}")
+    return specs
 
 
 def _title(args: dict[str, Any]) -> str:
@@ -43,10 +58,7 @@ def _title(args: dict[str, Any]) -> str:
 
 @tool(
     name="execute_code",
-    description=stubs.describe(
-        REGISTRY.select(list(EXEC_TOOLS)),
-        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
-    ),
+    description=_description,
     parameters={
         "type": "object",
         "properties": {
@@ -57,6 +69,8 @@ def _title(args: dict[str, Any]) -> str:
         "required": ["code"],
     },
     kind="execute",
+    command_arg="code",
+    exclusive=True,
     title=_title,
 )
 async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -65,17 +79,17 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": "code must be a non-empty Python script"}
     if ctx.call_tool is None:
         return {"error": "execute_code cannot dispatch tool calls here"}
-    settings: ExecSettings = ctx.state.get(SETTINGS_KEY) or ExecSettings()
+    settings = ctx.state.exec_settings
+    if ctx.sandbox is not None:  # unseen by the user: rejected edits stay read-only
+        settings = replace(settings, readonly=ctx.sandbox.readonly,
+                           hidden=ctx.sandbox.readable_hidden)
     slot = session_kernel(ctx, settings)
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
-    try:
-        kernel, fresh, ended = await slot.acquire(
-            fingerprint(settings, ctx.cwd, env),
-            lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
-    except KernelError as exc:
-        return {"error": f"could not start the Python kernel: {exc}"}
+    kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
+        fingerprint(settings, ctx.cwd, env),
+        lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
     spill = settings.cache() / f"{kernel.tag}-{kernel.cells + 1}.out"
     try:
         cell = await kernel.run(code, settings, ctx.call_tool, frozenset(EXEC_TOOLS), spill)
@@ -89,17 +103,16 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
 
 
 def session_kernel(ctx: ToolContext, settings: ExecSettings) -> SessionKernel:
-    """The session's kernel slot: in its own pool unless a front door put one (of a pool
-    shared by its sessions) in the state. It is stopped when the session closes."""
-    slot = ctx.state.get(KERNEL_KEY)
-    if slot is None:
-        pool = KernelPool(settings.max_kernels, settings.idle_s)
-        slot = ctx.state[KERNEL_KEY] = pool.session(ctx.session_id)
-    on_close = ctx.state.setdefault("on_close", {})
-    if "execute_code" not in on_close:  # the session's first script
-        on_close["execute_code"] = slot.close
+    """The session's kernel slot, made at its first script: in the pool the session was given,
+    else in one of its own. It is stopped when the session closes."""
+    state = ctx.state
+    if state.kernel is None:
+        if state.kernels is None:
+            state.kernels = KernelPool(settings.max_kernels, settings.idle_s)
+        state.kernel = state.kernels.session(ctx.session_id)
+        state.cleanups["execute_code"] = state.kernel.close
         prune_cache(settings.cache())
-    return slot
+    return state.kernel
 
 
 def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,

@@ -15,11 +15,15 @@ import stat
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from talaria.tools.local import search as local_search
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import Prepared, SandboxSpec
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
@@ -66,8 +70,27 @@ class LocalWorkspace:
         timeout: float,
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
-        return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
+        if sandbox is None:
+            return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
+        prepared = await anyio.to_thread.run_sync(sandboxed, [_shell(), "-c", command], sandbox, True)
+        try:
+            return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
+                                     argv=prepared.argv)
+        finally:
+            prepared.cleanup()
+
+
+def sandboxed(argv: list[str], spec: SandboxSpec, local: bool) -> Prepared:
+    """`argv` wrapped in the sandbox launcher (`local`: spawned by this process, not by an
+    editor); WorkspaceError, which the model sees, when it cannot be set up."""
+    from talaria.tools.sandbox.tiers import SandboxError, prepare
+
+    try:
+        return prepare(argv, spec, local=local)
+    except (SandboxError, OSError) as exc:
+        raise WorkspaceError(f"the sandbox could not be set up: {exc}") from None
 
 
 def read_text_sync(path: Path) -> str:
@@ -206,17 +229,19 @@ async def _kill_group(proc: anyio.abc.Process) -> None:
 
 
 async def run_command(
-    command: str, *, cwd: Path, timeout: float, output_limit: int
+    command: str, *, cwd: Path, timeout: float, output_limit: int,
+    argv: list[str] | None = None,
 ) -> CommandResult:
     """Run `command` with `bash -c` (else `sh -c`) in a new session, stdin from /dev/null,
     stdout and stderr merged and capped head + tail. Leftover background children are
-    killed with the group when the shell exits, on timeout and on cancellation."""
+    killed with the group when the shell exits, on timeout and on cancellation. `argv`
+    replaces `bash -c command` (the same command wrapped in a sandbox)."""
     out = _HeadTail(output_limit)
     eof = anyio.Event()
     # Shielded: a cancel landing between the fork and the `try` below would leak the process.
     with anyio.CancelScope(shield=True):
         proc = await anyio.open_process(
-            [_shell(), "-c", command],
+            argv or [_shell(), "-c", command],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

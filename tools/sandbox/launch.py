@@ -148,7 +148,13 @@ def confine(config: dict) -> None:
         rules = [("/", landlock.READ_DIR)]
         readable = [*landlock.readable_except(config["hidden"]), *config["readable"]]
         rules += [(p, landlock.READ) for p in readable]
-        rules += [(p, landlock.all_fs_rights(abi)) for p in writable]
+        # A hidden or read-only path inside a writable dir: write rights go to everything
+        # around it instead of to the dir (a Landlock grant cannot be taken back below).
+        protected = [*config["hidden"], *config.get("readonly", ())]
+        for w in writable:
+            inner = [p for p in protected if p != w and _within(p, w)]
+            rules += [(p, landlock.all_fs_rights(abi))
+                      for p in landlock.readable_except(inner, root=w)]
         rules += [(p, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE)
                   for p in DEVICES]
         landlock.restrict_self(rules, abi=abi, deny_tcp=not config["network"])

@@ -1,4 +1,7 @@
-"""The execute_code sandbox: confine a child process in the strongest tier this machine offers.
+"""The sandbox: confine a child process in the strongest tier this machine offers.
+
+Used by execute_code's kernel and by commands that run without the user having seen them
+(`command_spec`; see talaria.agent.permissions).
 
 `prepare(argv, spec)` returns the command to spawn; the caller runs it with
 `start_new_session=True` and `pass_fds` (one end of a SOCK_STREAM socketpair), then calls
@@ -12,8 +15,9 @@ What each tier guarantees (tests/test_sandbox.py asserts exactly this, on every 
 | attack                           | bubblewrap                | landlock                    | rlimits |
 |----------------------------------|---------------------------|-----------------------------|---------|
 | write outside `writable`         | no (read-only root)       | no (Landlock)               | yes     |
-| read ~/.ssh, $TALARIA_HOME, ...  | no (empty tmpfs on them)  | no (names listable; not if  | yes     |
-|                                  |                           | inside a writable dir)      |         |
+| read ~/.ssh, $TALARIA_HOME, ...  | no (empty tmpfs on them)  | no (names listable)         | yes     |
+| change a `readonly` path         | no (read-only bind; its   | no (no write rights on it,  | yes     |
+|  (write, rm, mv/ln over, ...)    | dirs pinned as mounts)    | nor new entries around it)  |         |
 | temp files                       | private tmpfs /tmp        | TMPDIR: a private dir       | as host |
 | TCP/UDP to the host, internet    | no (own network namespace)| no (seccomp; Landlock TCP)  | yes     |
 | connect to a host Unix socket    | no (seccomp: no AF_UNIX)  | no (seccomp: no AF_UNIX)    | yes     |
@@ -34,6 +38,12 @@ killpg; seccomp keeps every process in the group). We do not switch root to `nob
 project files would turn read-only and git would refuse the repository ("dubious ownership").
 Prepared.warnings says when a bound is missing.
 
+A hidden or `readonly` path inside a writable dir costs nothing on bubblewrap (except for a
+`readonly` path not created yet: its directory takes no new entries). Landlock cannot take a
+right back below a grant, so there the writable dir is granted entry by entry around the
+protected path, and the directories on the way to it take no new entries, renames or removals
+(their existing entries stay writable). `Prepared.warnings` says so.
+
 Decisions:
 - Unix sockets: `socket()` fails for every family but AF_INET/AF_INET6 (bubblewrap, or when
   `network`), so no host socket (docker, ssh-agent, D-Bus) is reachable whatever its mode. Costs:
@@ -52,6 +62,7 @@ Decisions:
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import logging
 import os
@@ -64,6 +75,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
+from talaria.tools.errors import SandboxError
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
 
@@ -76,16 +88,15 @@ LAUNCHER = Path(__file__).resolve().with_name("launch.py")
 PACKAGE_ROOT = LAUNCHER.parents[2]
 """talaria's own files (the kernel's child script among them): readable inside the sandbox."""
 DETECT_TIMEOUT_S = 10.0
-HIDDEN_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".config/gh", ".docker", ".kube",
-                  ".netrc", ".git-credentials")
-"""Credential stores hidden by default, relative to $HOME; plus all of $TALARIA_HOME."""
+HIDDEN_IN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube",
+                  ".docker", ".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc")
+"""Credential stores hidden by default, relative to $HOME (`paths.HOME_SECRETS` and the
+credential files); plus all of $TALARIA_HOME."""
+MAX_SEALED_ENTRIES = 4096
+"""Entries of one directory that a read-only path not yet created may keep writable (bwrap)."""
 PER_NS_PID_MAX = (6, 14)
 """First kernel with a pid_max per PID namespace."""
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
-
-
-class SandboxError(Exception):
-    """A forced tier is not available here, or the spec is unusable (missing writable dir)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +122,25 @@ class SandboxSpec:
     limits: Limits = Limits()
     readable_hidden: tuple[Path, ...] = ()
     """Extra paths to hide, on top of `default_hidden()`."""
+    readonly: tuple[Path, ...] = ()
+    """Paths inside `writable` that must stay as they are (edits the user rejected); they
+    may not exist yet. See `_protect_mounts` and the launcher's Landlock rules."""
+    tier: str | None = None
+    """Tier override; None: `detect_tier()`."""
+
+
+COMMAND_LIMITS = Limits(memory_bytes=64 * 1024**3, processes=1024, cpu_seconds=3600,
+                        file_size_bytes=16 * 1024**3, open_files=65536)
+"""Commands build and test software: address space for JIT runtimes, room for `make -j`."""
+
+
+def command_spec(writable: tuple[Path, ...], *, readonly: tuple[Path, ...] = (),
+                 hidden: tuple[Path, ...] = (), network: bool = False,
+                 tier: str | None = None) -> SandboxSpec:
+    """How a command the user has not seen runs: `writable` (the project) writable, the rest
+    read-only, credential stores and `hidden` hidden, `readonly` kept as they are."""
+    return SandboxSpec(writable=writable, network=network, limits=COMMAND_LIMITS,
+                       readable_hidden=hidden, readonly=readonly, tier=tier)
 
 
 def _noop() -> None:
@@ -178,13 +208,16 @@ def landlock_abi() -> int:
 
 
 def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
-            pass_fds: tuple[int, ...] = ()) -> Prepared:
-    """The command that runs `argv` confined by `spec` in `tier` (default: `detect_tier()`).
+            pass_fds: tuple[int, ...] = (), local: bool = True) -> Prepared:
+    """The command that runs `argv` confined by `spec` in `tier` (default: `spec.tier`, else
+    `detect_tier()`).
 
     `pass_fds` are the fds the caller will pass; every tier keeps them usable (bwrap does not
-    close inherited fds; seccomp restricts only new sockets).
+    close inherited fds; seccomp restricts only new sockets). `local=False` when another
+    process (an editor's terminal) spawns the command: the landlock tier then does not check
+    that its parent is this process.
     """
-    tier = tier or detect_tier()
+    tier = tier or spec.tier or detect_tier()
     if tier not in TIERS:
         raise SandboxError(f"unknown sandbox tier {tier!r}; expected one of {TIERS}")
     if tier == "landlock" and landlock_abi() < 1:
@@ -203,27 +236,76 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
         writable.append(real)
     hidden = sorted({os.path.realpath(p) for p in (*default_hidden(), *spec.readable_hidden)
                      if os.path.lexists(p)} - set(writable))
+    # Only what lies in a writable dir needs protecting (the rest is read-only), and a
+    # hidden path is protected already.
+    readonly = sorted({r for r in map(os.path.realpath, spec.readonly)
+                       if any(_within(r, w) for w in writable)
+                       and not any(_within(r, h) for h in hidden)})
     # The launcher's own files, should they sit under /tmp or a hidden dir (a venv in
     # $TALARIA_HOME): bwrap binds them back read-only, Landlock grants them read.
     runtime = {str(PACKAGE_ROOT), sys.prefix, sys.base_prefix}
     exposed = sorted(p for p in runtime if any(_within(p, d) for d in ("/tmp", *hidden)))
     tmpdir, cleanup = "/tmp" if tier == "bubblewrap" else None, _noop
+    protect: list[tuple[str, list[str]]] = []
+    if tier == "bubblewrap":
+        protect = _protect_mounts(readonly, writable, hidden)
     if tier == "landlock":
         tmpdir, cleanup = _private_tmp()
     config = {"tier": tier, "limits": asdict(spec.limits), "writable": writable,
               "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
-              "parent": None if tier == "bubblewrap" else os.getpid()}
+              "readonly": readonly,
+              "parent": os.getpid() if tier != "bubblewrap" and local else None}
     launch = [PYTHON, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", *argv]
     if tier == "bubblewrap":
-        launch = [*_bwrap_args(spec, writable, hidden, exposed), "--", *launch]
-    return Prepared(launch, None, tier, tuple(_warnings(tier, writable, hidden)), cleanup)
+        launch = [*_bwrap_args(spec, writable, hidden, exposed, protect), "--", *launch]
+    warnings = _warnings(tier, writable, hidden, readonly)
+    return Prepared(launch, None, tier, tuple(warnings), cleanup)
 
 
 def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def _warnings(tier: str, writable: list[str], hidden: list[str]) -> list[str]:
+def _protect_mounts(readonly: list[str], writable: list[str],
+                    hidden: list[str]) -> list[tuple[str, list[str]]]:
+    """bwrap mounts that keep each `readonly` path (inside a writable dir) as it is.
+
+    An existing path is bound read-only onto itself: writes fail with EROFS, and a mount
+    point cannot be removed or renamed over (EBUSY), so `mv x .env`, `ln -sf`, `sed -i` and
+    `rm` fail too. Its directories up to the writable dir are bound onto themselves, so none
+    of them can be renamed away and recreated. A path that does not exist yet cannot be
+    mounted: its nearest existing directory turns read-only (no new entries) and each entry
+    already in it is bound back writable.
+    """
+    frozen, sealed, pinned = set(), set(), set()
+    for path in readonly:
+        base = next(w for w in writable if _within(path, w))
+        target = path
+        while not os.path.lexists(target):
+            target = os.path.dirname(target)
+        (frozen if target == path else sealed).add(target)
+        parent = os.path.dirname(target)
+        while _within(parent, base) and parent != base:
+            pinned.add(parent)
+            parent = os.path.dirname(parent)
+    reopened = set()
+    for directory in sealed:
+        with os.scandir(directory) as entries:
+            found = list(itertools.islice(entries, MAX_SEALED_ENTRIES + 1))
+        if len(found) > MAX_SEALED_ENTRIES:
+            raise SandboxError(f"{directory} has more than {MAX_SEALED_ENTRIES} entries: too "
+                               f"many to keep a rejected path in it from being created")
+        reopened |= {e.path for e in found if not e.is_symlink() and e.path not in hidden}
+    mounts = []
+    for path in sorted((pinned | reopened) - frozen - sealed):
+        if not any(_within(path, f) for f in frozen):
+            mounts.append((path, ["--bind", path, path]))
+    mounts += [(path, ["--ro-bind", path, path]) for path in sorted(frozen | sealed)]
+    return mounts
+
+
+def _warnings(tier: str, writable: list[str], hidden: list[str],
+              readonly: list[str] = ()) -> list[str]:
     if tier == "rlimits":
         return ["sandbox: resource limits only; the script can read and write anything this "
                 "user can, and use the network"]
@@ -238,9 +320,10 @@ def _warnings(tier: str, writable: list[str], hidden: list[str]) -> list[str]:
         if root:
             out.append("sandbox: running as root without a PID namespace: the process count "
                        "is not limited (RLIMIT_NPROC does not apply to root)")
-        inside = [h for h in hidden if any(_within(h, w) for w in writable)]
+        inside = [p for p in (*hidden, *readonly) if any(_within(p, w) for w in writable)]
         if inside:
-            out.append(f"sandbox: Landlock cannot hide paths inside a writable dir: {inside}")
+            out.append(f"sandbox: Landlock protects {inside} by keeping the directories that "
+                       "lead to them from getting new entries")
     elif root and _kernel() < PER_NS_PID_MAX:
         out.append("sandbox: running as root on a kernel without per-namespace pid_max: the "
                    "process count is not limited")
@@ -256,7 +339,7 @@ def _kernel() -> tuple[int, int]:
 
 
 def _bwrap_args(spec: SandboxSpec, writable: list[str], hidden: list[str],
-                exposed: list[str]) -> list[str]:
+                exposed: list[str], protect: list[tuple[str, list[str]]] = ()) -> list[str]:
     """bwrap options; mounts sorted by depth so that nested mounts land on top of outer ones
     (a hidden dir inside the project, a writable staging dir under /tmp or a hidden dir)."""
     mounts: list[tuple[str, list[str]]] = [("/tmp", ["--tmpfs", "/tmp"])]
@@ -269,6 +352,7 @@ def _bwrap_args(spec: SandboxSpec, writable: list[str], hidden: list[str],
         else:
             mounts.append((h, ["--ro-bind", "/dev/null", h]))
     mounts += [(path, ["--ro-bind", path, path]) for path in exposed]
+    mounts += protect
     mounts.sort(key=lambda m: m[0].rstrip("/").count("/"))
     args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
             "--proc", "/proc"]

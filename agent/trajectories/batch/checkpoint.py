@@ -6,6 +6,10 @@ A task is finished once its line is in `trajectories.jsonl`. The line goes in wi
 it from the trajectories; a last line cut short mid-write (no newline) is cut off the file. That
 is what makes `--resume` skip exactly the finished tasks: no duplicates, no losses.
 
+`checkpoint.json` also keeps `runs`: one entry per invocation that ran tasks (executor,
+workers, tasks_run, wall_s, ...), updated after every task, so `statistics.json` covers every
+resumed invocation, even one that was killed (it is then at most one task behind).
+
 `--retry-failed` moves the failed lines it is about to re-run to `attempts.jsonl` (kept as
 history) before rewriting `trajectories.jsonl` without them, so the file keeps one line per task.
 """
@@ -58,6 +62,8 @@ class RunDir:
         self.reasons: dict[str, str] = {}
         self.previous_options: dict[str, Any] = {}
         """The options of the run's last invocation (from its checkpoint), if any."""
+        self.previous_runs: list[dict[str, Any]] = []
+        """The invocations before this one that ran tasks (from the checkpoint)."""
         self._fd: int | None = None
 
     @property
@@ -69,7 +75,7 @@ class RunDir:
         """Open (creating) a run directory. Raises RunExistsError for a used one unless `resume`."""
         path.mkdir(parents=True, exist_ok=True)
         run = cls(path, meta)
-        run.previous_options = _read_options(path / CHECKPOINT)
+        run.previous_options, run.previous_runs = _read_checkpoint(path)
         _cut_torn_tail(run.trajectories)
         for record in run.records():
             run._note(record)
@@ -158,13 +164,25 @@ class RunDir:
         self.reasons[task_id] = str(record.get("reason") or "")
 
 
-def _read_options(path: Path) -> dict[str, Any]:
+def _read_checkpoint(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(options, runs) of the last invocation's checkpoint. A run written before `runs` were
+    kept counts its statistics.json `run` as its one earlier invocation."""
+    data = _read_json(path / CHECKPOINT)
+    options = data.get("options")
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        earlier = _read_json(path / STATISTICS).get("run")
+        runs = [earlier] if isinstance(earlier, dict) and earlier.get("tasks_run") else []
+    return (options if isinstance(options, dict) else {},
+            [r for r in runs if isinstance(r, dict)])
+
+
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    options = data.get("options") if isinstance(data, dict) else None
-    return options if isinstance(options, dict) else {}
+    return data if isinstance(data, dict) else {}
 
 
 def _cut_torn_tail(path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import anyio
 
 from talaria.agent.trajectories.batch.records import make_record
+from talaria.agent.trajectories.batch.sdk import sdk_modules
 from talaria.agent.trajectories.batch.worker import (
     DEFAULT_TIMEOUT_S,
     pack_template,
@@ -174,14 +175,6 @@ class LocalExecutor:
                 return _lost(job, "timeout", f"worker killed after {_deadline(job):.0f}s", started)
             self._idle.append(worker)
             return record
-
-
-def sdk_modules(models: tuple[str, ...]) -> list[str]:
-    """The SDK module each model's provider imports on its first call."""
-    from talaria.agent.providers.factory import split_model
-
-    kinds = {split_model(m)[0] for m in models}
-    return sorted({"anthropic" if k == "anthropic" else "openai" for k in kinds - {"replay"}})
 
 
 def _ray_execute(job: dict[str, Any], template: bytes | None) -> dict[str, Any]:

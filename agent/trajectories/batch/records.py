@@ -2,7 +2,8 @@
 
 A task's record (built here from its transcript) is
 
-    {"task_id", "prompt", "status": "completed" | "failed", "reason", "error",
+    {"task_id", "prompt_index" (the task's 0-based position in the tasks file), "prompt",
+     "status": "completed" | "failed", "reason", "error",
      "messages": [internal messages, see agent/providers/base.py], "model", "turns",
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning"},
      "duration_s", "model_s", "tool_stats": {tool: {"calls", "failed"}}}
@@ -28,13 +29,13 @@ TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 
 def trajectory_line(record: dict[str, Any]) -> dict[str, Any]:
     """The ShareGPT line written for a finished task."""
-    from talaria.agent.trajectories.export import ToolCatalog
+    from talaria.agent.trajectories.export.common import ToolCatalog
     from talaria.agent.trajectories.export.redact import redact
     from talaria.agent.trajectories.export.sharegpt import to_sharegpt
-    from talaria.agent.trajectories.load import build
+    from talaria.agent.trajectories.model import build
 
     traj = build(record["messages"], None, session_id=record["task_id"], model=record.get("model"))
-    line = to_sharegpt(traj, _catalog(ToolCatalog))
+    line = to_sharegpt(traj, _catalog(ToolCatalog), prompt_index=int(record.get("prompt_index") or 0))
     batch = {k: v for k, v in record.items() if k not in ("messages", "tool_stats")}
     return redact({**line, **batch})
 
@@ -75,7 +76,8 @@ def make_record(
     messages: list[dict[str, Any]], model: str | None, duration_s: float,
 ) -> dict[str, Any]:
     return {
-        "task_id": task["id"], "prompt": task["prompt"], "status": status, "reason": reason,
+        "task_id": task["id"], "prompt_index": int(task.get("index") or 0),
+        "prompt": task["prompt"], "status": status, "reason": reason,
         "error": error, "messages": messages, "model": model,
         **summarize(messages), "duration_s": round(duration_s, 4),
     }

@@ -7,7 +7,8 @@ task), `checkpoint.json`, `statistics.json`, `attempts.jsonl` (failed lines repl
 `--retry-failed`), `logs/` (worker output, when there is any) and, while a run lasts,
 `tasks/<id>/workspace` and `homes/worker-N/` (each local worker's TALARIA_HOME).
 Only this process writes results; executors return records. With `resume`, finished tasks are
-skipped by id; options not given again are taken from the run's checkpoint.
+skipped by id; options not given again are taken from the run's checkpoint; `statistics.json`
+covers every invocation (see stats.py).
 """
 
 from __future__ import annotations
@@ -143,25 +144,29 @@ def run_batch(
             progress.retried(run.take_failed({t.id for t in pending}))
         else:
             pending = [t for t in tasks if t.id not in run.finished]
+        this_run: dict[str, Any] = {
+            "started_at": round(time.time(), 3), "executor": effective["executor"],
+            "workers": options.workers, "tasks_run": 0, "wall_s": 0.0, "bookkeeping_ms": 0.0,
+            "resume": options.resume, "retry_failed": options.retry_failed}
+        run.meta["runs"] = [*run.previous_runs, this_run]
         run.write_checkpoint()
-        models = {t.model or effective["model"] for t in pending} - {None}
+        default = effective["model"] or _configured_model()
+        models = {t.model or default for t in pending} - {None}
         executor = executor or make_executor(
             effective["executor"], workers=max(1, min(options.workers, len(pending))),
             address=effective["address"], run_dir=run_dir, models=tuple(sorted(models)),
             keep=options.keep_workspaces)
-        started = time.monotonic()
-        book = {"ms": 0.0}
+        clock = {"started": time.monotonic()}
         try:
-            anyio.run(_drive, pending, executor, run, progress, effective, options, book)
+            anyio.run(_drive, pending, executor, run, progress, effective, options, this_run, clock)
         finally:
             progress.draw(final=True)
-            wall = time.monotonic() - started
-            info = {"executor": effective["executor"], "workers": options.workers,
-                    "tasks_run": progress.ran, "wall_s": round(wall, 3),
-                    "tasks_per_minute": round(progress.ran / wall * 60, 2) if wall else 0.0,
-                    "bookkeeping_ms_per_task": round(book["ms"] / progress.ran, 3)
-                    if progress.ran else 0.0}
-            statistics = compute(run.records(), info)
+            this_run["tasks_run"] = progress.ran
+            this_run["wall_s"] = round(time.monotonic() - clock["started"], 3)
+            runs = [*run.previous_runs, *([this_run] if this_run["tasks_run"] else [])]
+            run.meta["runs"] = runs  # an invocation that ran nothing leaves no entry
+            run.write_checkpoint()
+            statistics = compute(run.records(), runs=runs)
             write_json_atomic(run_dir / STATISTICS, statistics)
     finally:
         run.close()
@@ -170,9 +175,20 @@ def run_batch(
                        tasks_stats["failed"], statistics)
 
 
+def _configured_model() -> str | None:
+    """The configured default model (for the SDK preload), or None when there is none."""
+    from talaria.agent.config import load_config
+
+    try:
+        return load_config().model
+    except ValueError:
+        return None
+
+
 async def _drive(
     pending: list[Task], executor: Executor, run: RunDir, progress: Progress,
-    effective: dict[str, Any], options: BatchOptions, book: dict[str, float],
+    effective: dict[str, Any], options: BatchOptions, this_run: dict[str, Any],
+    clock: dict[str, float],
 ) -> None:
     send, receive = anyio.create_memory_object_stream[Task](max(len(pending), 1))
     for task in pending:
@@ -190,8 +206,11 @@ async def _drive(
                        "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex}
                 record = await executor.run(job)
                 mark = time.perf_counter()
-                run.append(trajectory_line(record))
-                book["ms"] += (time.perf_counter() - mark) * 1000
+                this_run["tasks_run"] += 1
+                this_run["wall_s"] = round(time.monotonic() - clock["started"], 3)
+                run.append(trajectory_line(record))  # writes the checkpoint, `runs` with it
+                this_run["bookkeeping_ms"] = round(
+                    this_run["bookkeeping_ms"] + (time.perf_counter() - mark) * 1000, 3)
                 progress.task_done(failed=record.get("status") != "completed")
 
     if not pending:

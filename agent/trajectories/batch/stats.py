@@ -5,7 +5,14 @@
      "tools": {name: {"calls", "failed", "success_rate", "tasks_using"}},
      "turns": {...}, "duration_s": {...}, "model_s": {...}  (total, mean, p50, p95, max)
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning", "mean_per_task"},
-     "models": {model: tasks}, "run": {this invocation: executor, workers, wall_s, ...}}
+     "models": {model: tasks},
+     "run": {every invocation together: invocations, executor, workers (the last one's),
+             tasks_run, wall_s, tasks_per_minute, bookkeeping_ms_per_task},
+     "runs": [{one invocation that ran tasks: started_at, executor, workers, tasks_run,
+               wall_s, bookkeeping_ms, resume, retry_failed}, ...]}
+
+`tasks`, `tools`, `turns`, ... cover every line of the run's file; `run` and `runs` every
+invocation, so a `--resume` adds to them instead of replacing the figures with its own.
 """
 
 from __future__ import annotations
@@ -71,11 +78,30 @@ class Stats:
         }
 
 
-def compute(records: Iterable[dict[str, Any]], run: dict[str, Any] | None = None) -> dict[str, Any]:
+def compute(
+    records: Iterable[dict[str, Any]], run: dict[str, Any] | None = None,
+    runs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Statistics of `records`; with `runs` (every invocation), `run` is their merge."""
     stats = Stats()
     for record in records:
         stats.add(record)
-    return stats.to_dict(run)
+    if runs is None:
+        return stats.to_dict(run)
+    return {**stats.to_dict(merge_runs(runs)), "runs": runs}
+
+
+def merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One `run` entry for every invocation: counts and times summed, rates recomputed;
+    executor and workers are the last invocation's."""
+    latest = runs[-1] if runs else {}
+    tasks = sum(int(r.get("tasks_run") or 0) for r in runs)
+    wall = sum(float(r.get("wall_s") or 0.0) for r in runs)
+    book = sum(float(r.get("bookkeeping_ms") or 0.0) for r in runs)
+    return {"invocations": len(runs), "executor": latest.get("executor"),
+            "workers": latest.get("workers"), "tasks_run": tasks, "wall_s": round(wall, 3),
+            "tasks_per_minute": round(tasks / wall * 60, 2) if wall else 0.0,
+            "bookkeeping_ms_per_task": round(book / tasks, 3) if tasks else 0.0}
 
 
 def describe(values: list[float]) -> dict[str, float]:

@@ -6,7 +6,9 @@
      "cwd"?: str,                     an existing directory used as is (not isolated)
      "model"?: str, "toolsets"?: [str]}
 
-Relative paths are taken from the tasks file's directory. Without `workspace` or `cwd` a task
+A task's `index` is its 0-based position among the file's tasks (blank lines skipped, as
+Hermes' batch runner counts): it becomes the `prompt_index` of its trajectory line, which
+downstream tools join on. Relative paths are taken from the tasks file's directory. Without `workspace` or `cwd` a task
 runs in a fresh empty directory. The id is what `--resume` matches on, so it must not depend on
 the line's position: an id-less line is named by the SHA-256 of its canonical JSON, and a
 repeated identical line gets `-2`, `-3`, ... in order.
@@ -37,6 +39,8 @@ class Task:
     cwd: str | None = None
     model: str | None = None
     toolsets: tuple[str, ...] | None = None
+    index: int = 0
+    """0-based position in the tasks file (the line's `prompt_index`)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -66,7 +70,7 @@ def load_tasks(path: Path) -> list[Task]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"{where}: not JSON ({exc})") from exc
-        task = _task(data, base, where)
+        task = replace(_task(data, base, where), index=len(tasks))
         if task.id in seen:
             if "id" in data:
                 raise TaskFileError(f"{where}: duplicate id {task.id!r} (first on line {seen[task.id]})")

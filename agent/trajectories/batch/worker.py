@@ -35,6 +35,7 @@ import anyio
 import anyio.from_thread
 
 from talaria.agent.trajectories.batch.records import make_record
+from talaria.agent.trajectories.batch.sdk import warm_models
 
 DEFAULT_TIMEOUT_S = 1800.0
 """Wall time allowed per task (--task-timeout)."""
@@ -44,10 +45,6 @@ _stores: dict[Path, Any] = {}
 _temp_home: Path | None = None
 _portal: anyio.from_thread.BlockingPortal | None = None
 _portal_lock = threading.Lock()
-
-
-async def _no_events(event: Any) -> None:
-    pass
 
 
 def resolve_tools(toolsets: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -130,6 +127,7 @@ def worker_home(job: dict[str, Any]) -> Path:
 async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[str, Any]:
     """Run the job's task to its end; every outcome is a record, none raises."""
     from talaria.agent.config import load_config
+    from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
     from talaria.agent.providers.errors import ProviderError
     from talaria.agent.runtime import new_session
@@ -148,14 +146,16 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
                          home=home)
         model = model or config.model
         tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
-        session = new_session(config, cwd=cwd, workspace=LocalWorkspace(cwd),
+        session = new_session(config, cwd=cwd, door=LocalDoor(LocalWorkspace(cwd)),
                               provider=_provider(config, model), store=_store(home),
                               mode="bypass", tool_names=tool_names,
                               session_id=job.get("session_id"))
         model = session.provider.name
+        # The SDK import belongs to set-up, not to the first model call's time (model_s).
+        warm_models([model])
         reason = "error"
         with anyio.fail_after(timeout):
-            reason = await run_turn(session, task["prompt"], _no_events)
+            reason = await run_turn(session, task["prompt"])
         status = "completed" if reason == "end_turn" else "failed"
     except TimeoutError:
         reason, error = "timeout", f"no result after {timeout:g}s"

@@ -21,6 +21,7 @@ from talaria.agent.trajectories.compress.plan import (
     summary_request,
     summary_turn,
 )
+from talaria.agent.trajectories.compress.worker import plan_line
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,6 @@ class Pipeline:
         self._progress(final=True)
 
     async def _plan(self, line: str) -> tuple[Plan | None, float]:
-        from talaria.agent.trajectories.compress.api import plan_line
-
         if self.pool is None:
             return plan_line(line)
         future = self.pool.submit(plan_line, line)

@@ -13,70 +13,62 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from talaria.agent.trajectories.export.common import ToolCatalog
 from talaria.agent.trajectories.export.redact import redact
-from talaria.agent.trajectories.load import Trajectory
+from talaria.agent.trajectories.model import Trajectory
+
+__all__ = ["FORMATS", "ExportError", "ToolCatalog", "export"]
 
 FORMATS = ("sharegpt", "openai", "atif")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCatalog:
-    """The tools a dataset is described with: definitions for system prompts and schemas,
-    toolsets for `toolsets_used`, and every name for stable `tool_stats` keys."""
+class ExportError(ValueError):
+    """Trajectories that could not be converted; `failures` is [(where, reason)]."""
 
-    definitions: tuple[dict[str, Any], ...] = ()
-    toolsets: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def builtin(cls) -> ToolCatalog:
-        """Every registered built-in tool."""
-        from talaria.tools.builtin import load_builtin_tools
-
-        specs = load_builtin_tools().select()
-        return cls(tuple(s.definition() for s in specs), {s.name: s.toolset for s in specs})
-
-    @property
-    def names(self) -> list[str]:
-        return [d["name"] for d in self.definitions]
+    def __init__(self, failures: list[tuple[str, str]], total: int) -> None:
+        self.failures = failures
+        shown = "; ".join(f"{where}: {why}" for where, why in failures[:10])
+        more = f"; and {len(failures) - 10} more" if len(failures) > 10 else ""
+        super().__init__(f"{len(failures)} of {total} trajectories cannot be converted "
+                         f"({shown}{more}); nothing was exported")
 
 
 def export(trajectories: Sequence[Trajectory], fmt: str, catalog: ToolCatalog) -> str:
-    """The trajectories in `fmt`, redacted, as the text of one output file."""
+    """The trajectories in `fmt`, redacted, as the text of one output file: one record per
+    trajectory, in order. Raises ExportError naming every one that cannot be converted."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    convert = _converter(fmt, catalog)
+    records: list[dict[str, Any]] = []
+    failures: list[tuple[str, str]] = []
+    for position, traj in enumerate(trajectories):
+        try:
+            records.append(redact(convert(position, traj)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            where = str(traj.extra.get("origin") or traj.session_id)
+            failures.append((where, f"{type(exc).__name__}: {exc}"))
+    if failures:
+        raise ExportError(failures, len(trajectories))
+    if fmt == "atif" and len(records) == 1:
+        return json.dumps(records[0], ensure_ascii=False, indent=2) + "\n"
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def _converter(fmt: str, catalog: ToolCatalog) -> Any:
     if fmt == "sharegpt":
         from talaria.agent.trajectories.export.sharegpt import to_sharegpt
 
-        records = [to_sharegpt(t, catalog, prompt_index=i) for i, t in enumerate(trajectories)]
-    elif fmt == "openai":
+        def sharegpt(position: int, traj: Trajectory) -> dict[str, Any]:
+            index = traj.extra.get("prompt_index")  # a source line keeps its dataset index
+            return to_sharegpt(traj, catalog, prompt_index=index if isinstance(index, int) else position)
+
+        return sharegpt
+    if fmt == "openai":
         from talaria.agent.trajectories.export.openai import to_openai
 
-        records = [to_openai(t, catalog) for t in trajectories]
-    elif fmt == "atif":
-        from talaria.agent.trajectories.export.atif import to_atif
+        return lambda position, traj: to_openai(traj, catalog)
+    from talaria.agent.trajectories.export.atif import to_atif
 
-        records = [to_atif(t) for t in trajectories]
-        if len(records) == 1:
-            return json.dumps(redact(records[0]), ensure_ascii=False, indent=2) + "\n"
-    else:
-        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    return "".join(json.dumps(redact(r), ensure_ascii=False) + "\n" for r in records)
-
-
-def content_text(content: Any, image: str) -> str:
-    """A message's content as text; each image becomes `image` (a placeholder)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else str(content)
-    return "\n".join(
-        part.get("text", "") if part.get("type") == "text" else image for part in content
-    )
-
-
-def images(content: Any) -> list[dict[str, Any]]:
-    """The image parts of a message's content."""
-    if not isinstance(content, list):
-        return []
-    return [part for part in content if part.get("type") == "image"]
+    return lambda position, traj: to_atif(traj)

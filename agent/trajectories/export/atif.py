@@ -30,10 +30,12 @@ import json
 from importlib import metadata
 from typing import Any
 
-from talaria.agent.trajectories.export import content_text, images
-from talaria.agent.trajectories.load import Message, Trajectory, TurnUsage, iso_time
+from talaria.agent.trajectories.export.common import content_text, images
+from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time
 
 SCHEMA_VERSION = "ATIF-v1.4"
+SOURCE_KEYS = ("prompt_index", "task_id", "status", "reason", "error")
+"""Fields of a source line (a batch's trajectories.jsonl) kept in the document's `extra`."""
 AGENT_NAME = "talaria"
 NOTES = ("Exported by Talaria. Each agent step is one model call; its observation holds that "
          "call's tool results. Compaction events are system steps. Images are [image] in "
@@ -62,7 +64,8 @@ def to_atif(traj: Trajectory, *, agent_version: str | None = None) -> dict[str, 
                       "tool_stats": traj.tool_stats},
         },
         "extra": {"completion_status": traj.status, "title": traj.title, "cwd": traj.cwd,
-                  "mode": traj.mode},
+                  "mode": traj.mode,
+                  **{key: traj.extra[key] for key in SOURCE_KEYS if traj.extra.get(key) is not None}},
     }
 
 

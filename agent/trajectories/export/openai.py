@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from talaria.agent.trajectories.export import ToolCatalog, content_text, images
-from talaria.agent.trajectories.load import Message, Trajectory
+from talaria.agent.trajectories.export.common import ToolCatalog, content_text, images
+from talaria.agent.trajectories.model import Message, Trajectory
 
 
 def to_openai(traj: Trajectory, catalog: ToolCatalog) -> dict[str, Any]:

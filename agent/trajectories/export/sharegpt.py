@@ -28,8 +28,8 @@ import json
 import re
 from typing import Any
 
-from talaria.agent.trajectories.export import ToolCatalog, content_text
-from talaria.agent.trajectories.load import Message, Trajectory, iso_time
+from talaria.agent.trajectories.export.common import ToolCatalog, content_text
+from talaria.agent.trajectories.model import Message, Trajectory, iso_time
 
 IMAGE = "<image>"
 

@@ -10,11 +10,12 @@ import pytest
 
 from benchmarks.synthetic import FACTS, TemplateSummarizer, facts_kept, tool_heavy_session
 from talaria.agent.context import compaction as comp
+from talaria.agent.context import tokens
 from talaria.agent.context.compaction import boundaries, compact, compact_session
 from talaria.agent.context.stage1 import one_line, shrink_arguments, stage1
 from talaria.agent.loop import run_turn
 from talaria.agent.store import Store
-from tests.helpers import Recorder, assert_pairs_complete, make_session
+from tests.helpers import assert_pairs_complete, make_session, recorded
 
 WINDOW = 200_000
 
@@ -40,6 +41,60 @@ def test_boundaries_keep_pairs_and_the_latest_user_message(big) -> None:
     # A tiny budget still keeps the latest user message verbatim in the tail.
     _, tail = boundaries(big, 1)
     assert tail <= last_user and big[tail]["role"] != "tool"
+
+
+def _turn(i: int, size: int = 50) -> list[dict]:
+    """An assistant tool call and its (big) result."""
+    return [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": f"c{i}", "name": "read_file", "arguments": json.dumps({"path": f"f{i}.py"})}]},
+        {"role": "tool", "tool_call_id": f"c{i}", "name": "read_file",
+         "content": json.dumps({"path": f"f{i}.py", "content": "x = 1\n" * size, "total_lines": size})}]
+
+
+SYS, Q1, Q2 = ({"role": "system", "content": "s"}, {"role": "user", "content": "task one"},
+               {"role": "user", "content": "task two"})
+A1, A2 = {"role": "assistant", "content": "answer one"}, {"role": "assistant", "content": "answer two"}
+CUT = {"role": "assistant", "content": "half an ans", "interrupted": True}
+
+
+@pytest.mark.parametrize(("messages", "tail"), [
+    ([SYS, Q1, *_turn(1), A1], 4),                            # finished: only the answer
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2), A2], 8),         # earlier turns too
+    ([SYS, Q1, *_turn(1), A1, Q2], 4),                        # pending question + answer before
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2)], 4),             # cut short: question + its work
+    ([SYS, Q1, *_turn(1), A1, Q2, *_turn(2), CUT], 4),        # cancelled mid-answer
+    ([SYS, Q1, *_turn(1), Q2, *_turn(2)], 4),                 # no answer before the question
+    ([SYS, Q1, *_turn(1)], 2),                                # the first task cut short
+    ([SYS, Q1], 2),
+])
+def test_between_turns_the_tail_is_the_answer_and_any_pending_question(messages, tail) -> None:
+    assert boundaries(messages, 10**9, between_turns=True) == (2, tail)
+    # During a turn the same context keeps the live turn (from the latest user message on).
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    assert boundaries(messages, 10**9)[1] <= max(last_user, 2)
+
+
+def test_compact_between_turns_takes_the_finished_turn() -> None:
+    messages = [SYS, Q1, *_turn(1, size=20_000), A1]
+    during = run_compact(messages, window=WINDOW, force_summary=True)
+    assert not during.progress, "during a turn the whole turn is live"
+    result = run_compact(messages, window=WINDOW, force_summary=True, between_turns=True)
+    assert result.progress and result.stage == 2 and result.dropped == (2, 4)
+    assert result.messages[:2] == [SYS, Q1] and result.messages[-1] == A1
+    assert result.messages[2]["content"].startswith(comp.SUMMARY_MARK)
+    assert result.after < result.before / 10
+
+
+@pytest.mark.parametrize("between_turns", [False, True])
+@pytest.mark.parametrize("force", [False, True])
+def test_totals_by_difference_equal_a_full_count(big, force: bool, between_turns: bool) -> None:
+    tools = [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}]
+    result = run_compact(big, window=60_000, tools=tools, force_summary=force,
+                         between_turns=between_turns)
+    assert result.before == tokens.count_messages(big, tools)
+    assert result.after == tokens.count_messages(result.messages, tools)
+    tokens.clear_cache()  # the same figures from cold counts
+    assert result.after == tokens.count_messages(result.messages, tools)
 
 
 def test_stage1_keeps_head_and_tail_byte_identical(big) -> None:
@@ -137,12 +192,12 @@ def test_summary_failure_uses_a_marked_fallback(big, how: str, monkeypatch) -> N
 def test_no_progress_guard(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, store=Store(tmp_path / "s.db"))
     session.append({"role": "user", "content": "short task"})
-    session.state["summarizer"] = TemplateSummarizer()
-    events = Recorder()
-    result = anyio.run(lambda: compact_session(session, events, force_summary=True))
+    session.summarizer = TemplateSummarizer()
+    events = recorded(session)
+    result = anyio.run(lambda: compact_session(session, force_summary=True))
     assert not result.progress
     assert events.of("Compacted")[0].applied is False
-    assert session.state["compaction_stalled_at"] == len(session.messages)
+    assert session.compaction_stalled_at == len(session.messages)
     assert not comp.needs_compaction(session, used=10**9), "no loop until the context changes"
     assert "stopped" in comp.describe(result)
 
@@ -153,8 +208,8 @@ def test_auto_compaction_and_snapshot_survive_restore(fake_llm, tmp_path: Path, 
     for message in big[1:]:
         session.append(message)
     fake_llm.script([{"text": "carrying on"}])
-    events = Recorder()
-    assert anyio.run(run_turn, session, "go on", events) == "end_turn"
+    events = recorded(session)
+    assert anyio.run(run_turn, session, "go on") == "end_turn"
     [done] = events.of("Compacted")
     assert done.applied and done.after < done.before
     sent = fake_llm.requests[-1]["json"]["messages"]
@@ -177,11 +232,11 @@ def test_overflow_compacts_then_retries_once(fake_llm, tmp_path: Path, big) -> N
         {"text": "## Goal\nfix refunds\n## Open work\n- tests"},   # the summary call
         {"text": "retried fine"},
     ])
-    events = Recorder()
-    assert anyio.run(run_turn, session, "continue", events) == "end_turn"
+    events = recorded(session)
+    assert anyio.run(run_turn, session, "continue") == "end_turn"
     assert session.messages[-1]["content"] == "retried fine"
     assert events.of("Compacted")[0].stage == 2
     assert len(fake_llm.requests) == 3
     fake_llm.script([{"fault": "context_overflow"}, {"text": ""}, {"fault": "context_overflow"}])
     with pytest.raises(Exception, match="context"):
-        anyio.run(run_turn, session, "again", Recorder())
+        anyio.run(run_turn, session, "again")

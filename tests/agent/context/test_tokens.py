@@ -42,10 +42,28 @@ def test_estimate_when_tiktoken_is_missing(tmp_path: Path) -> None:
     assert out.stdout.split() == ["None", "2"]
 
 
-def test_huge_texts_are_estimated_fast() -> None:
-    import time
-
-    text = "word " * 1_000_000  # 5 MB
-    started = time.perf_counter()
+def test_huge_texts_are_estimated() -> None:
+    text = "word " * 1_000_000  # 5 MB: tiktoken would say 1,000,000; the estimate is bytes/4
     assert tokens.count(text) == len(text) // tokens.BYTES_PER_TOKEN
-    assert time.perf_counter() - started < 0.5
+
+
+def test_cached_counts_equal_fresh_counts() -> None:
+    tokens.clear_cache()
+    texts = ["x" * 15, "short but long enough to cache", "def f():\n    return 1\n" * 40,
+             "ünïcödé text that is cached as well " * 3]
+    fresh = [tokens._count(t) for t in texts]
+    assert [tokens.count(t) for t in texts] == fresh
+    assert [tokens.count("".join(list(t))) for t in texts] == fresh  # equal text, new object
+    edited = texts[2].replace("return 1", "return 12345")
+    assert tokens.count(edited) == tokens._count(edited) != fresh[2]
+    assert len(tokens._counts) == 4, "texts under CACHE_MIN_CHARS are not cached"
+
+
+def test_cache_is_bounded(monkeypatch) -> None:
+    tokens.clear_cache()
+    monkeypatch.setattr(tokens, "CACHE_ENTRIES", 10)
+    for i in range(25):
+        assert tokens.count(f"message number {i:04d} of a long session") == tokens._count(
+            f"message number {i:04d} of a long session")
+        assert len(tokens._counts) <= 10
+    tokens.clear_cache()

@@ -9,7 +9,7 @@ import pytest
 
 from talaria.agent.loop import run_turn
 from tests.acp_harness import Editor
-from tests.helpers import Recorder, make_session
+from tests.helpers import make_session
 
 
 @pytest.mark.parametrize(("model", "check"), [
@@ -20,14 +20,14 @@ from tests.helpers import Recorder, make_session
 def test_session_effort_goes_into_the_request(fake_llm, tmp_path: Path, model: str, check) -> None:
     session = make_session(fake_llm, tmp_path, model=model, reasoning_effort="high")
     fake_llm.script([{"text": "ok"}])
-    assert anyio.run(run_turn, session, "think hard", Recorder()) == "end_turn"
+    assert anyio.run(run_turn, session, "think hard") == "end_turn"
     assert check(fake_llm.requests[-1]["json"])
 
 
 def test_no_effort_sends_nothing(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path)
     fake_llm.script([{"text": "ok"}])
-    anyio.run(run_turn, session, "q", Recorder())
+    anyio.run(run_turn, session, "q")
     assert "reasoning_effort" not in fake_llm.requests[-1]["json"]
 
 

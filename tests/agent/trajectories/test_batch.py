@@ -174,6 +174,12 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert sorted(checkpoint["completed"]) == ids
     assert "done, 0 failed" in resumed.stderr
+    # The killed invocation's figures survive in the checkpoint (at most one task behind).
+    stats = json.loads((run_dir / "statistics.json").read_text())
+    assert stats["run"]["invocations"] == 2 and stats["tasks"]["total"] == len(ids)
+    killed, rest = stats["runs"]
+    assert rest["tasks_run"] == len(ids) - len(before) and rest["resume"] is True
+    assert killed["tasks_run"] in (len(before) - 1, len(before))
 
 
 def test_existing_run_needs_resume(llm: RoutedLLM, tmp_path: Path) -> None:

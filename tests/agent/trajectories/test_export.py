@@ -19,13 +19,8 @@ from talaria.agent.store import Store
 from talaria.agent.trajectories.export import ToolCatalog, export
 from talaria.agent.trajectories.export.atif import to_atif
 from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
-from talaria.agent.trajectories.load import (
-    TrajectoryNotFound,
-    build,
-    load_trajectory,
-    load_trajectory_file,
-    write_transcript,
-)
+from talaria.agent.trajectories.load import load_trajectory, load_trajectory_file, write_transcript
+from talaria.agent.trajectories.model import TrajectoryNotFound, build
 from tests import TESTS
 
 GOLDEN = TESTS / "golden"

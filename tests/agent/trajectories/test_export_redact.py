@@ -8,7 +8,7 @@ import pytest
 
 from talaria.agent.trajectories.export import FORMATS, ToolCatalog, export
 from talaria.agent.trajectories.export.redact import MARK, redact, redact_text
-from talaria.agent.trajectories.load import build
+from talaria.agent.trajectories.model import build
 
 SECRETS = [
     # (text holding a secret, the secret, what stays)

@@ -13,7 +13,7 @@ from talaria.agent.store import Store
 from talaria.agent.trajectories.export import ToolCatalog, export
 from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from talaria.agent.trajectories.load import load_trajectory
-from tests.helpers import Recorder, make_session
+from tests.helpers import make_session
 
 
 def record_session(fake_llm, tmp_path: Path) -> tuple[Store, str]:
@@ -30,8 +30,8 @@ def record_session(fake_llm, tmp_path: Path) -> tuple[Store, str]:
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "cat out/summary.txt"}}]},
         {"text": "It says: 2 lines."},
     ])
-    assert anyio.run(run_turn, session, "Summarise notes.txt", Recorder()) == "end_turn"
-    assert anyio.run(run_turn, session, "Show me the summary", Recorder()) == "end_turn"
+    assert anyio.run(run_turn, session, "Summarise notes.txt") == "end_turn"
+    assert anyio.run(run_turn, session, "Show me the summary") == "end_turn"
     return store, session.id
 
 

@@ -82,7 +82,7 @@ def test_long_outputs_are_capped_and_markup_is_escaped() -> None:
                 {"id": "c", "name": "terminal", "arguments": '{"command": "yes"}'}]},
             {"role": "tool", "tool_call_id": "c", "name": "terminal", "status": "completed",
              "content": json.dumps({"output": "y\n" * TEXT_LIMIT})}]
-    from talaria.agent.trajectories.load import build
+    from talaria.agent.trajectories.model import build
 
     html = render_trajectory(build(rows, None, session_id="s"))
     parse(html)

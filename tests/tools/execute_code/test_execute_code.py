@@ -11,7 +11,7 @@ import anyio
 from talaria.agent.loop import run_turn
 from talaria.agent.permissions import PermissionAsk
 from tests.exec_helpers import configure, execute, output_json
-from tests.helpers import Recorder, assert_pairs_complete, make_session
+from tests.helpers import assert_pairs_complete, make_session, recorded
 
 SCRIPT = textwrap.dedent("""\
     from hermes_tools import read_file, search_files, patch
@@ -44,8 +44,9 @@ def test_script_reads_and_patches_through_the_loop(fake_llm, tmp_path: Path) -> 
         {"tool_calls": [{"id": "exec_1", "name": "execute_code", "arguments": {"code": SCRIPT}}]},
         {"text": "Patched b.py."},
     ])
-    events = Recorder()
-    assert anyio.run(run_turn, session, "fix the TODOs", events) == "end_turn"
+    events = recorded(session)
+    events.events.clear()  # only what follows
+    assert anyio.run(run_turn, session, "fix the TODOs") == "end_turn"
 
     assert (session.cwd / "b.py").read_text() == "def b():\n    return 2\n"
     started = events.of("ToolCallStarted")
@@ -117,7 +118,8 @@ def test_subprocess_output_is_captured(fake_llm, tmp_path: Path) -> None:
 
 def test_only_whitelisted_tools_can_be_called(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path)
-    events = Recorder()
+    events = recorded(session)
+    events.events.clear()  # only what follows
     result = execute(session, textwrap.dedent("""\
         import json, hermes_tools
         try:
@@ -156,7 +158,8 @@ def test_tool_call_limit(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path)
     configure(session, max_tool_calls=3)
     (session.cwd / "f.txt").write_text("x\n")
-    events = Recorder()
+    events = recorded(session)
+    events.events.clear()  # only what follows
     result = execute(session, textwrap.dedent("""\
         import json
         from hermes_tools import read_file

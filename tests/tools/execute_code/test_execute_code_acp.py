@@ -43,11 +43,14 @@ def test_script_tool_calls_go_through_the_editor(tmp_path: Path, fake_llm) -> No
         result, cards = run_script(ed, sid, fake_llm)
         exec_id, read_id, patch_id = cards
         assert result["output"].startswith("1|x = 1  # unsaved buffer\npatched\n")
-        assert ed.reads == [path, path]  # read_file, then patch's own read
+        # read_file, the diff shown with patch's permission question, then patch's own read
+        assert ed.reads == [path, path, path]
         assert ed.writes == [(path, "x = 2  # unsaved buffer\n")]
         assert (ed.project / "a.py").read_text() == "x = 1  # on disk\n"
         asked = [p["toolCall"]["toolCallId"] for p in ed.permission_requests]
         assert asked == [exec_id, patch_id]
+        (diff,) = [c for c in ed.permission_requests[1]["toolCall"]["content"] if c["type"] == "diff"]
+        assert (diff["oldText"], diff["newText"]) == ("x = 1  # unsaved buffer\n", "x = 2  # unsaved buffer\n")
         assert cards[read_id][0]["kind"] == "read" and cards[patch_id][0]["kind"] == "edit"
         assert cards[patch_id][0]["locations"] == [{"path": path}]
         assert final(cards[patch_id])["content"][0]["type"] == "diff"

@@ -25,7 +25,7 @@ from talaria.tools.execute_code.kernel import Kernel
 from talaria.tools.execute_code.output import PipeReader
 from talaria.tools.execute_code.pool import CACHE_TTL_S, prune_cache
 from tests.exec_helpers import configure, execute, output_json
-from tests.helpers import Recorder, make_session
+from tests.helpers import make_session, recorded
 
 
 def play_kernel(sock: socket.socket, out_w: int, err_w: int, replies: list[dict[str, Any]]) -> None:
@@ -112,7 +112,8 @@ def test_a_call_made_after_its_cell_ended_is_refused(fake_llm, tmp_path: Path) -
     """))
     assert first["output"] == "cell done\n"
     time.sleep(0.5)  # the thread calls while no cell runs
-    events = Recorder()
+    events = recorded(session)
+    events.events.clear()  # only what follows
     second = execute(session, textwrap.dedent("""\
         import json, time
         deadline = time.time() + 5
@@ -130,7 +131,8 @@ def test_a_call_made_after_its_cell_ended_is_refused(fake_llm, tmp_path: Path) -
 def test_garbage_written_by_a_script_does_not_break_the_channel(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path)
     (session.cwd / "f.txt").write_text("fine\n")
-    events = Recorder()
+    events = recorded(session)
+    events.events.clear()  # only what follows
     result = execute(session, textwrap.dedent("""\
         import os, socket, stat
         from hermes_tools import read_file

@@ -93,7 +93,7 @@ def test_project_interpreter_from_virtual_env(fake_llm, tmp_path: Path, monkeypa
 
 def test_stubs_and_description_come_from_the_tool_specs() -> None:
     specs = REGISTRY.select(list(EXEC_TOOLS))
-    description = REGISTRY.get("execute_code").description
+    description = REGISTRY.get("execute_code").text()
     for spec in specs:
         assert signature(spec) in description
     assert "read_file(path: str, offset: int = 1, limit: int = 500) -> dict" in description
@@ -129,7 +129,7 @@ def test_config_fields_and_session_settings(fake_llm, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="exec_mode"):
         load_config(env={"TALARIA_HOME": str(home)})
     session = make_session(fake_llm, tmp_path, exec_timeout=7, exec_mode="strict")
-    settings = session.state["exec_settings"]
+    settings = session.tool_state.exec_settings
     assert (settings.mode, settings.timeout) == ("strict", 7.0)
     assert settings.cache() == tmp_path / ".home" / "cache" / "exec"
     assert json.loads(json.dumps(session.tool_definitions()))  # still plain JSON

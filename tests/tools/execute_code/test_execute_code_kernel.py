@@ -21,7 +21,7 @@ from talaria.tools.execute_code.pool import KernelPool
 from talaria.tools.sandbox.tiers import detect_tier, landlock_abi
 from tests import ROOT
 from tests.exec_helpers import configure, execute, kernel_tag, tagged, wait_for, wait_gone
-from tests.helpers import Recorder, assert_pairs_complete, make_session
+from tests.helpers import assert_pairs_complete, make_session, recorded
 
 TIERS = sorted({detect_tier(), "rlimits"} | ({"landlock"} if landlock_abi() >= 1 else set()))
 
@@ -66,14 +66,14 @@ def test_cancel_kills_the_script_within_a_second(fake_llm, tmp_path: Path) -> No
     # The project is read-only to scripts: this one says "started" in its scratch dir.
     code = SPAWN_AND_HANG.format(before="open(os.environ['TMPDIR'] + '/started', 'w').close()")
     fake_llm.script([{"tool_calls": [{"name": "execute_code", "arguments": {"code": "import os\n" + code}}]}])
-    events = Recorder()
+    events = recorded(session)
     tags: list[str] = []
 
     async def main() -> tuple[str, float]:
         result: list[str] = []
         async with anyio.create_task_group() as tg:
             async def turn() -> None:
-                result.append(await run_turn(session, "run it", events))
+                result.append(await run_turn(session, "run it"))
 
             tg.start_soon(turn)
             with anyio.fail_after(10):

@@ -338,7 +338,8 @@ def test_parent_death_kills_the_sandbox(tier: str, tmp_path: Path, reaper: None)
 
 def test_writable_and_hidden_nest(tier: str, outside: Path) -> None:
     """A staging dir inside hidden $TALARIA_HOME stays writable; ~/.ssh inside a writable HOME
-    stays hidden where the tier can do it (bwrap), with a warning where it cannot (Landlock)."""
+    stays hidden on both confining tiers. Landlock pays for it: HOME itself takes no new
+    entries (its existing ones stay writable), and a warning says so."""
     home = outside / "home"
     staging = home / ".talaria" / "cache" / "exec" / "k1"
     staging.mkdir(parents=True)
@@ -347,12 +348,16 @@ def test_writable_and_hidden_nest(tier: str, outside: Path) -> None:
     assert r[checks[0]]["ok"]
     assert r[checks[1]]["ok"] is (tier not in CONFINED)
 
+    (home / "sub").mkdir()
     secret = f"read={home / '.ssh' / 'id_test'}"
-    r = run(tier, [secret, f"write={home / 'y'}"], SandboxSpec(writable=(home,)))
-    assert r[secret]["ok"] is (tier != "bubblewrap")
-    assert r[f"write={home / 'y'}"]["ok"]
+    existing, new, deeper = (f"write={home / 'notes.txt'}", f"write={home / 'y'}",
+                             f"write={home / 'sub' / 'z'}")
+    r = run(tier, [secret, existing, new, deeper], SandboxSpec(writable=(home,)))
+    assert r[secret]["ok"] is (tier not in CONFINED)
+    assert r[existing]["ok"] and r[deeper]["ok"]
+    assert r[new]["ok"] is (tier != "landlock")
     warnings = prepare(["true"], SandboxSpec(writable=(home,)), tier=tier).warnings
-    assert any("cannot hide" in w for w in warnings) is (tier == "landlock")
+    assert any("Landlock protects" in w for w in warnings) is (tier == "landlock")
 
 
 def test_signals_reach_the_command_and_defaults_are_restored(tier: str, tmp_path: Path) -> None:

@@ -1,0 +1,76 @@
+"""`AcpDoor`: one ACP session's front door (see `talaria.agent.door.FrontDoor`).
+
+Events become `session/update` notifications, permission questions become
+`session/request_permission` requests, and tools act through the editor (`EditorWorkspace`,
+which falls back to the local disk per capability the client does not advertise).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from talaria.acp_server.editor_workspace import EditorWorkspace
+from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
+from talaria.acp_server.updates import compaction, permission_tool_call, to_update
+from talaria.agent import events as ev
+from talaria.agent.permissions import PermissionAsk
+
+log = logging.getLogger(__name__)
+
+PERMISSION_OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+
+
+class AcpDoor:
+    def __init__(
+        self, peer: Peer, session_id: str, workspace: EditorWorkspace, *,
+        compaction_updates: bool, config_options: Callable[[], list[dict[str, Any]]],
+        on_editor_gone: Callable[[], object],
+    ) -> None:
+        self.peer = peer
+        self.session_id = session_id
+        self.workspace = workspace
+        self.compaction_updates = compaction_updates
+        """The client advertised `session.compaction` (else compactions are notices)."""
+        self._config_options = config_options
+        self._on_editor_gone = on_editor_gone
+
+    async def emit(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Compacted):
+            await self.notify(compaction(event, client_supports=self.compaction_updates))
+        elif isinstance(event, ev.OptionChanged):
+            if event.option == "mode":
+                await self.notify({"sessionUpdate": "current_mode_update", "currentModeId": event.value})
+            await self.notify({"sessionUpdate": "config_option_update",
+                               "configOptions": self._config_options()})
+        elif (update := to_update(event)) is not None:
+            await self.notify(update)
+
+    async def notify(self, update: dict[str, Any]) -> None:
+        await self.peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    async def ask(self, ask: PermissionAsk) -> str:
+        try:
+            result = await self.peer.request(
+                "session/request_permission",
+                {"sessionId": self.session_id, "toolCall": permission_tool_call(ask),
+                 "options": PERMISSION_OPTIONS},
+                timeout=None,
+            )
+        except RpcError as exc:  # a client that cannot ask: nothing was allowed
+            log.warning("session/request_permission failed: %s", exc)
+            return "reject_once"
+        except PeerError:  # the editor is gone: nobody can answer, stop the turn
+            self._on_editor_gone()
+            return "cancelled"
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+            return "cancelled"
+        chosen = outcome.get("optionId")
+        return chosen if chosen in {o["optionId"] for o in PERMISSION_OPTIONS} else "reject_once"

@@ -1,0 +1,128 @@
+"""Options a user changes on a running session: permission mode, model, reasoning effort, and
+where execute_code runs.
+
+Front doors list them (`options`) in their own shape (ACP config options and modes, LSP
+settings) and change them with `set_option`, which validates the value, applies it to the
+session and its store, and emits `OptionChanged` through the session's door. A bad value
+raises `OptionError` naming the valid ones; a model that cannot be used raises the provider
+error (`AuthError` without credentials).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from talaria.agent.config import Config
+from talaria.agent.events import OptionChanged
+from talaria.agent.permissions import MODES, normalize_mode
+from talaria.agent.session import Session
+
+MODE_NAMES = {
+    "default": ("Default", "Ask before edits and commands"),
+    "accept_edits": ("Accept edits", "Edit project files without asking; commands ask"),
+    "plan": ("Plan", "Read-only: no edits, no commands"),
+    "auto": ("Auto", "No questions for project edits; commands run in the sandbox"),
+    "dont_ask": ("Don't ask", "Never asks: refuses what was not approved before"),
+}
+EXEC_MODES = {"project": "the project (its own Python)", "strict": "a staging dir (Talaria's Python)"}
+EFFORTS = ("default", "low", "medium", "high")
+
+
+class OptionError(ValueError):
+    """An unknown option or a value it does not take; the message lists the valid ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    value: str
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    id: str
+    name: str
+    category: str
+    """ACP's config option category: mode, model, thought_level, or `_talaria_...`."""
+    current: str
+    choices: tuple[Choice, ...]
+
+
+def mode_choices() -> tuple[Choice, ...]:
+    return tuple(Choice(m, *MODE_NAMES[m]) for m in MODES)
+
+
+def current_mode(session: Session) -> str:
+    mode = session.permissions.mode
+    return mode if mode in MODES else "default"
+
+
+def options(session: Session, config: Config) -> list[Option]:
+    models = dict.fromkeys([session.provider.name, *(config.model or "").split()[:1],
+                            *config.fallback_models])
+    return [
+        Option("mode", "Mode", "mode", session.permissions.mode, mode_choices()),
+        Option("model", "Model", "model", session.provider.name,
+               tuple(Choice(m, m) for m in models if m)),
+        Option("reasoning_effort", "Reasoning effort", "thought_level",
+               session.reasoning_effort or "default",
+               tuple(Choice(e, e.capitalize()) for e in EFFORTS)),
+        Option("exec_mode", "execute_code runs in", "_talaria_exec",
+               session.tool_state.exec_settings.mode,
+               tuple(Choice(m, name) for m, name in EXEC_MODES.items())),
+    ]
+
+
+async def set_option(session: Session, config: Config, option: str, value: object) -> None:
+    """Change one option of `session`; raises OptionError (or a ProviderError for a model)."""
+    if not isinstance(value, str):
+        raise OptionError("the value must be a string")
+    if option == "mode":
+        value = _editor_mode(value)
+        session.permissions.mode = value
+        _store(session, mode=value)
+    elif option == "model":
+        _set_model(session, config, value)
+    elif option == "reasoning_effort":
+        if value not in EFFORTS:
+            raise OptionError(f"unknown effort {value!r}; choose from {', '.join(EFFORTS)}")
+        session.reasoning_effort = None if value == "default" else value
+    elif option == "exec_mode":
+        if value not in EXEC_MODES:
+            raise OptionError(f"unknown exec mode {value!r}; choose {' or '.join(EXEC_MODES)}")
+        # The session's kernel restarts on its next call: its settings changed.
+        state = session.tool_state
+        state.exec_settings = replace(state.exec_settings, mode=value)
+    else:
+        raise OptionError(f"unknown config option {option!r}")
+    await session.door.emit(OptionChanged(option, value))
+
+
+def _editor_mode(value: str) -> str:
+    """A mode a user may choose in a session (Claude Code's names too)."""
+    try:
+        mode: str | None = normalize_mode(value)
+    except ValueError:
+        mode = None
+    if mode not in MODES:
+        raise OptionError(f"unknown mode {value!r}; modes: {', '.join(MODES)} "
+                          "(bypass is for headless runs: talaria run --yes)")
+    return mode
+
+
+def _set_model(session: Session, config: Config, model: str) -> None:
+    from talaria.agent.runtime import make_provider
+
+    name = model.partition(":")[2] if ":" in model else model
+    if not name.strip() or model.startswith(":"):
+        raise OptionError(f"model {model!r} must look like provider:model")
+    session.provider = make_provider(config, model)
+    session.context_window = config.window_for(model)
+    session.supports_images = config.supports_images(model)
+    _store(session, model=model)
+
+
+def _store(session: Session, **fields: str) -> None:
+    if session.store is not None:
+        session.store.update_session(session.id, **fields)

@@ -1,0 +1,176 @@
+"""What a real batch run leaves behind, used the way a user does (issue 10 items 1-3).
+
+One real `talaria batch` run (worker processes, the request-keyed fake LLM on loopback): its
+exit status, its lines' `prompt_index`, every line exported in every format (or a failure
+naming the lines that cannot be), the HTML report's task ids; then statistics across resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
+from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
+from tests import ROOT
+from tests.batchllm import RoutedLLM
+
+PROMPTS = ["write a.txt alpha", "hello", "write b.txt beta", "fail", "hello again",
+           "write c.txt gamma", "one more", "write d.txt delta", "last but one", "the end"]
+FAILED = "fail"
+
+
+def talaria(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The real `talaria` entry point (console script `talaria.acp_server.cli.main:main`)."""
+    return subprocess.run([sys.executable, "-m", "talaria.acp_server.cli.main", *args], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    root = tmp_path_factory.mktemp("batch-outputs")
+    lines = [json.dumps({"id": f"task-{i}", "prompt": p}) for i, p in enumerate(PROMPTS)]
+    lines.insert(4, "")  # a blank line does not count as a task (Hermes counts the same way)
+    (root / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    with RoutedLLM() as llm:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test",
+               "OPENAI_BASE_URL": llm.openai_base_url, "TALARIA_HOME": str(root / "home")}
+        done = talaria("batch", str(root / "tasks.jsonl"), "--run-name", "r", "--output-dir",
+                       str(root / "data"), "--workers", "3", "--model", "openai:fake", env=env)
+    run_dir = root / "data" / "r"
+    rows = [json.loads(x) for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    yield {"root": root, "dir": run_dir, "done": done, "rows": rows, "env": env}
+
+
+def test_a_failed_task_makes_a_non_zero_exit(run: dict) -> None:
+    done = run["done"]
+    assert done.returncode == 1, done.stderr
+    assert "9 completed, 1 failed of 10" in done.stderr
+    assert "1 provider_error" in done.stderr and "--retry-failed" in done.stderr
+    missing = talaria("batch", str(run["root"] / "nope.jsonl"), "--run-name", "x", env=run["env"])
+    assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+
+def test_prompt_index_is_the_tasks_position_in_the_file(run: dict) -> None:
+    assert len(run["rows"]) == len(PROMPTS)
+    for row in run["rows"]:
+        index = int(row["task_id"].removeprefix("task-"))
+        assert row["prompt_index"] == index, row["task_id"]
+        assert parse_sharegpt(row)[1]["content"] == PROMPTS[index]
+
+
+@pytest.mark.parametrize("fmt", ["sharegpt", "openai", "atif"])
+def test_export_writes_every_line_in_order(run: dict, fmt: str, tmp_path: Path) -> None:
+    out = tmp_path / f"out.{fmt}"
+    done = talaria("trajectories", "export", str(run["dir"] / "trajectories.jsonl"),
+                   "--format", fmt, "-o", str(out), env=run["env"])
+    assert done.returncode == 0, done.stderr
+    assert f"exported {len(PROMPTS)} trajectory(ies)" in done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == len(run["rows"])
+    for source, record in zip(run["rows"], records, strict=True):
+        prompt = PROMPTS[source["prompt_index"]]
+        usage = source["metadata"]["usage"]
+        if fmt == "sharegpt":
+            assert record["prompt_index"] == source["prompt_index"]
+            assert record["conversations"] == source["conversations"]
+            assert record["metadata"]["usage"] == usage
+            assert record["completed"] == source["completed"]
+        elif fmt == "openai":
+            users = [m["content"] for m in record["messages"] if m["role"] == "user"]
+            assert users == [prompt]
+            calls = [c for m in record["messages"] for c in m.get("tool_calls") or ()]
+            assert len(calls) == sum(s["count"] for s in source["tool_stats"].values())
+        else:
+            assert record["schema_version"] == "ATIF-v1.4"
+            assert record["extra"]["task_id"] == source["task_id"]
+            assert record["extra"]["prompt_index"] == source["prompt_index"]
+            assert record["steps"][1] == {**record["steps"][1], "source": "user", "message": prompt}
+            assert record["final_metrics"]["total_prompt_tokens"] == usage["input_tokens"]
+            failed = source["status"] == "failed"
+            assert (record["extra"]["status"], record["extra"]["completion_status"]) == (
+                ("failed", "partial") if failed else ("completed", "completed"))
+
+
+def test_export_names_the_lines_it_cannot_convert(run: dict, tmp_path: Path) -> None:
+    lines = (run["dir"] / "trajectories.jsonl").read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # cut mid-line: not JSON
+    broken = json.loads(lines[6])
+    broken["conversations"].append({"from": "robot", "value": "?"})
+    lines[6] = json.dumps(broken)
+    source = tmp_path / "broken.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    for fmt in ("sharegpt", "openai", "atif"):
+        out = tmp_path / f"out.{fmt}"
+        done = talaria("trajectories", "export", str(source), "--format", fmt, "-o", str(out),
+                       env=run["env"])
+        assert done.returncode == 2, done.stderr
+        assert "2 of 10 line(s)" in done.stderr
+        assert "line 3: not JSON" in done.stderr and "line 7:" in done.stderr
+        assert "robot" in done.stderr and "nothing was exported" in done.stderr
+        assert not out.exists() and not done.stdout
+
+
+def test_the_report_shows_task_ids_and_indexes(run: dict, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    done = talaria("trajectories", "view", str(run["dir"]), "-o", str(page), env=run["env"])
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    for i in range(len(PROMPTS)):
+        assert f"<tr><td>task-{i}</td><td class=\"n\">{i}</td>" in html
+    assert "failed (provider_error)" in html
+    assert "<td>#0</td>" not in html
+
+
+def test_statistics_cover_every_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with RoutedLLM() as llm:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_base_url)
+        monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
+        tasks = tmp_path / "tasks.jsonl"
+        tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": "hello"}) + "\n"
+                                 for i in range(3)))
+        options = BatchOptions(tasks_file=tasks, run_name="s", output_dir=tmp_path / "data",
+                               workers=2, model="openai:fake")
+        run_batch(options, progress_out=None)
+        with tasks.open("a") as more:  # two more tasks, then --resume runs only those
+            more.writelines(json.dumps({"id": f"t{i}", "prompt": "hello"}) + "\n" for i in (3, 4))
+        resumed = BatchOptions(**{**_fields(options), "resume": True, "workers": 1})
+        assert run_batch(resumed, progress_out=None).ran == 2
+        stats_file = tmp_path / "data" / "s" / "statistics.json"
+        stats = json.loads(stats_file.read_text())
+        assert stats["tasks"]["total"] == 5
+        assert [r["tasks_run"] for r in stats["runs"]] == [3, 2]
+        assert [r["workers"] for r in stats["runs"]] == [2, 1]
+        assert stats["run"]["tasks_run"] == 5 and stats["run"]["invocations"] == 2
+        assert stats["run"]["wall_s"] == round(sum(r["wall_s"] for r in stats["runs"]), 3)
+
+        assert run_batch(resumed, progress_out=None).ran == 0  # a finished run, resumed again
+        again = json.loads(stats_file.read_text())
+        assert again["run"] == stats["run"] and again["runs"] == stats["runs"]
+        assert again["tasks"] == stats["tasks"]
+
+
+def test_warm_models_loads_each_sdk_and_its_lazy_modules() -> None:
+    """What a worker runs as set-up before a task's turn, so model_s never holds the SDK
+    import (benchmarks/batch.py `batch_model_time` measures the effect)."""
+    code = ("import sys\n"
+            "from talaria.agent.trajectories.batch.sdk import warm_models\n"
+            "warm_models(['replay:x.jsonl'])\n"
+            "print('openai' in sys.modules, 'anthropic' in sys.modules)\n"
+            "warm_models(['openai:fake', 'anthropic:claude-x'])\n"
+            "print('openai.resources.chat' in sys.modules, 'anthropic.resources.messages' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "True", "True"]
+
+
+def _fields(options: BatchOptions) -> dict:
+    return {name: getattr(options, name) for name in options.__dataclass_fields__}

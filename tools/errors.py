@@ -1,0 +1,48 @@
+"""Talaria's exceptions in one tree, and the one place where each becomes what a person or a
+model sees. Defined here, in the lowest layer, so every layer can subclass `TalariaError`.
+
+    TalariaError                 base of the errors Talaria raises on purpose
+    ├── ToolError                a tool call cannot be done: the model sees it as the result
+    │   ├── WorkspaceError       a file or command failed (binary, too large, not a file, the
+    │   │                        editor refused or did not answer)               [here]
+    │   ├── KernelError          execute_code's interpreter could not start     [here]
+    │   └── SandboxError         no sandbox tier can confine the child as asked [here]
+    ├── ProviderError            a model call failed; its classified tree (auth, rate limit,
+    │                            overflow, ...) is drawn in talaria.agent.providers.errors
+    └── PeerError                the other end of a JSON-RPC connection gave no answer
+        ├── RequestTimeout       (also a TimeoutError)        talaria.acp_server.jsonrpc
+        └── ConnectionClosed
+
+    RpcError (talaria.acp_server.jsonrpc) is not in the tree: it is an error's wire form,
+    raised by ACP handlers to answer with it, and raised by `Peer.request` for an error answer.
+
+Where each is converted (nowhere else):
+    ToolError, OSError  -> `{"error": message}` tool result: talaria.agent.tool_runner.execute
+    ProviderError       -> JSON-RPC error: talaria.acp_server.server (`provider_rpc_error`);
+                           exit message and status: talaria.acp_server.cli.run; a failed
+                           task record: talaria.agent.trajectories.batch.worker
+    PeerError, RpcError from the editor -> WorkspaceError: talaria.acp_server.editor_workspace
+    SandboxError        -> KernelError: talaria.tools.execute_code.kernel (the kernel's start)
+"""
+
+from __future__ import annotations
+
+
+class TalariaError(Exception):
+    """Base of every error Talaria raises on purpose."""
+
+
+class ToolError(TalariaError):
+    """A tool call cannot be done; the message is what the model reads as the call's error."""
+
+
+class WorkspaceError(ToolError):
+    """A workspace operation failed in a way the model should see (binary, too large...)."""
+
+
+class KernelError(ToolError):
+    """execute_code's kernel could not be started (no interpreter, sandbox failure...)."""
+
+
+class SandboxError(ToolError):
+    """A forced tier is not available here, or the spec is unusable (missing writable dir)."""

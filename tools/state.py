@@ -1,0 +1,36 @@
+"""What the tools keep per session, in one typed object the session owns and tools share.
+
+A front door never reaches in here: it sets what it is given to set (the execute_code settings
+of a session, through `talaria.agent.options`) and the session closes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from talaria.tools.execute_code.env import ExecSettings
+
+if TYPE_CHECKING:
+    from talaria.tools.execute_code.pool import KernelPool, SessionKernel
+
+
+@dataclass(slots=True)
+class ToolState:
+    todos: list[dict[str, str]] = field(default_factory=list)
+    """The `todo` tool's list, in the model's order."""
+    exec_settings: ExecSettings = field(default_factory=ExecSettings)
+    """execute_code's settings; a change restarts the session's kernel at its next call."""
+    kernels: KernelPool | None = None
+    """The pool this session's kernel lives in: a resource the front door may share among its
+    sessions (so at most `max_kernels` run in all). None: the session makes its own."""
+    kernel: SessionKernel | None = None
+    """This session's place in `kernels`, made at its first script."""
+    cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
+    """Run once when the session closes (name -> callable)."""
+
+    def close(self) -> None:
+        for cleanup in self.cleanups.values():
+            cleanup()
+        self.cleanups.clear()
