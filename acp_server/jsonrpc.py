@@ -57,11 +57,11 @@ import anyio
 import anyio.abc
 
 from talaria.acp_server import wire
-from talaria.acp_server.wire import error_reason
+from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
 from talaria.tools.errors import TalariaError
 
-__all__ = ["ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout", "RpcError",
-           "error_reason"]
+__all__ = ["MODEL_ERROR", "ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout",
+           "RpcError", "error_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -76,70 +76,11 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 READ_CHUNK_BYTES = 1024 * 1024
 CHECK_IN_THREAD_BYTES = 1024 * 1024
 """Lines longer than this are checked for bad strings and deep nesting in a worker thread."""
-MODEL_ERROR = -32050
-"""`session/prompt` failed in the model (see the module docstring)."""
 EOF_GRACE_SECONDS = 2.0
 """At EOF, handlers still running get this long to send their answers before being cancelled."""
 CANCEL_REQUEST = "$/cancel_request"
 MAX_ABANDONED = 1024
 """Ids of requests given up on (cancelled, timed out) whose late answers are expected."""
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: `code`, a one-sentence `message`, optional `data`."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})" + ("" if data is None else f": {data}"))
-        self.code, self.message, self.data = code, message, data
-
-    @classmethod
-    def parse_error(cls, reason: str | None = None) -> RpcError:
-        return cls(-32700, "Parse error", reason)
-
-    @classmethod
-    def invalid_request(cls, reason: str | None = None) -> RpcError:
-        return cls(-32600, "Invalid request", reason)
-
-    @classmethod
-    def method_not_found(cls, method: str) -> RpcError:
-        return cls(-32601, "Method not found", {"method": method})
-
-    @classmethod
-    def invalid_params(cls, reason: str | None = None) -> RpcError:
-        return cls(-32602, "Invalid params", reason)
-
-    @classmethod
-    def internal(cls, reason: str | None = None) -> RpcError:
-        return cls(-32603, "Internal error", reason)
-
-    @classmethod
-    def auth_required(cls, reason: str | None = None) -> RpcError:
-        return cls(-32000, "Authentication required", reason)
-
-    @classmethod
-    def resource_not_found(cls, what: str, **about: Any) -> RpcError:
-        """`what` in words for the message; `about` the fields it is about, for `data`."""
-        return cls(-32002, f"Resource not found: {what}", {"reason": what, **about})
-
-    @classmethod
-    def model_error(cls, message: str, data: JsonObject) -> RpcError:
-        return cls(MODEL_ERROR, message, data)
-
-    @classmethod
-    def request_cancelled(cls) -> RpcError:
-        return cls(-32800, "Request cancelled")
-
-    @classmethod
-    def from_json(cls, error: Any) -> RpcError:
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-            return cls(-32603, "Malformed error response", error)
-        return cls(error["code"], str(error.get("message", "")), error.get("data"))
-
-    def to_json(self) -> JsonObject:
-        error: JsonObject = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 class PeerError(TalariaError):

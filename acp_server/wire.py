@@ -13,6 +13,7 @@ encoded. So:
     repaired(value)                           lone surrogates replaced by U+FFFD
     valid_id(value)                           null, an int64 or a valid string (the schema's RequestId)
     encode(message) -> bytes                  one line; raises ValueError/TypeError if impossible
+    RpcError                                  a JSON-RPC error object (codes: see `jsonrpc`)
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ a RecursionError depends on where it is called from. Up to here it always succee
 request nested 101-500 deep still gets its own id back (with -32602)."""
 INT64 = 2**63
 MAX_ERROR_DATA_CHARS = 200
+MODEL_ERROR = -32050
+"""`session/prompt` failed in the model (Talaria's own code; see `jsonrpc`'s docstring)."""
+JsonObject = dict[str, Any]
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A lone surrogate reaches a parsed string only through a \uD800-\uDFFF escape, or as raw
 # surrogate bytes (json.loads decodes bytes with "surrogatepass"). Valid pairs match too:
@@ -43,6 +47,63 @@ _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+class RpcError(Exception):
+    """A JSON-RPC error: `code`, a one-sentence `message`, optional `data`."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} ({code})" + ("" if data is None else f": {data}"))
+        self.code, self.message, self.data = code, message, data
+
+    @classmethod
+    def parse_error(cls, reason: str | None = None) -> RpcError:
+        return cls(-32700, "Parse error", reason)
+
+    @classmethod
+    def invalid_request(cls, reason: str | None = None) -> RpcError:
+        return cls(-32600, "Invalid request", reason)
+
+    @classmethod
+    def method_not_found(cls, method: str) -> RpcError:
+        return cls(-32601, "Method not found", {"method": method})
+
+    @classmethod
+    def invalid_params(cls, reason: str | None = None) -> RpcError:
+        return cls(-32602, "Invalid params", reason)
+
+    @classmethod
+    def internal(cls, reason: str | None = None) -> RpcError:
+        return cls(-32603, "Internal error", reason)
+
+    @classmethod
+    def auth_required(cls, reason: str | None = None) -> RpcError:
+        return cls(-32000, "Authentication required", reason)
+
+    @classmethod
+    def resource_not_found(cls, what: str, **about: Any) -> RpcError:
+        """`what` in words for the message; `about` the fields it is about, for `data`."""
+        return cls(-32002, f"Resource not found: {what}", {"reason": what, **about})
+
+    @classmethod
+    def model_error(cls, message: str, data: JsonObject) -> RpcError:
+        return cls(MODEL_ERROR, message, data)
+
+    @classmethod
+    def request_cancelled(cls) -> RpcError:
+        return cls(-32800, "Request cancelled")
+
+    @classmethod
+    def from_json(cls, error: Any) -> RpcError:
+        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+            return cls(-32603, "Malformed error response", error)
+        return cls(error["code"], str(error.get("message", "")), error.get("data"))
+
+    def to_json(self) -> JsonObject:
+        error: JsonObject = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
 
 
 def _no_constants(name: str) -> Any:
