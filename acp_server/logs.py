@@ -41,8 +41,8 @@ class OneLine(logging.Formatter):
 def setup_logging(home: Path, level: str | int | None = None) -> Path | None:
     """Log to `home/logs/talaria.log` (INFO and up) and stderr (`level`, default WARNING).
 
-    Returns the file's path, or None when the log directory cannot be created (then stderr
-    alone gets INFO). Safe to call twice: it replaces its own handlers.
+    Returns the file's path, or None when the log directory cannot be created (then only
+    stderr's level is kept). Safe to call twice: it replaces its own handlers.
     """
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "_talaria", False)]:
@@ -61,8 +61,9 @@ def setup_logging(home: Path, level: str | int | None = None) -> Path | None:
         file_handler.setLevel(file_level)
         handlers.append(file_handler)
     except OSError as exc:
-        print(f"talaria: cannot write logs to {path}: {exc}; logging to stderr", file=sys.stderr)
-        path, stderr_level = None, min(stderr_level, FILE_LEVEL)
+        print(f"talaria: warning: cannot write logs to {path}: {exc}; only warnings and errors "
+              "are kept (on stderr)", file=sys.stderr)
+        path = None
     stderr = logging.StreamHandler(sys.stderr)
     # Asked-for detail (INFO, DEBUG) is for debugging: times and logger names help there.
     stderr.setFormatter(OneLine(path) if stderr_level > logging.INFO else logging.Formatter(FORMAT))

@@ -129,3 +129,42 @@ def test_an_unreadable_cwd_is_named(tmp_path: Path, fake_llm) -> None:
         ed.initialize()
         error = ed.error("session/new", {"cwd": str(locked), "mcpServers": []})
     assert error.code == -32602 and str(locked) in error.data and "cannot be read" in error.data
+
+
+LOGGING_SCRIPT = """
+import logging, sys
+from pathlib import Path
+from talaria.acp_server.logs import setup_logging
+setup_logging(Path(sys.argv[1]), None if sys.argv[2] == "default" else sys.argv[2])
+logging.getLogger("httpx").info("HTTP Request: POST http://x")
+logging.getLogger("talaria.x").debug("debug detail")
+logging.getLogger("talaria.x").warning("first line\\nsecond line")
+try:
+    1 / 0
+except ZeroDivisionError:
+    logging.getLogger("talaria.x").exception("it broke")
+"""
+
+
+@pytest.mark.parametrize("level", ["default", "DEBUG"])
+def test_logging_levels_and_one_line_stderr(tmp_path: Path, level: str) -> None:
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    done = subprocess.run([sys.executable, "-c", LOGGING_SCRIPT, str(tmp_path), level],
+                          capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    log = (tmp_path / "logs" / "talaria.log").read_text()
+    assert "HTTP Request: POST" in log and "Traceback" in log and "second line" in log
+    if level == "default":
+        log_file = tmp_path / "logs" / "talaria.log"
+        assert done.stderr.splitlines() == [
+            f"talaria: warning: first line (details in {log_file})",
+            f"talaria: error: it broke (details in {log_file})",
+        ]
+        assert "debug detail" not in log
+    else:  # asked-for detail: everything, with times and logger names, on both
+        assert "HTTP Request: POST" in done.stderr and "debug detail" in done.stderr
+        assert "Traceback" in done.stderr and "debug detail" in log
