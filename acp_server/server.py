@@ -146,12 +146,12 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
         session = self._build(cwd, model=None)
         return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
 
-    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
         session = self._restore(params)
@@ -162,7 +162,7 @@ class AcpServer:
             await self._notify(session.id, update)
         return Reply(self._state(session), then=self._commands(session))
 
-    async def resume_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def resume_session(self, params: dict[str, Any]) -> Reply:
         session = self._restore(params)
         return Reply(self._state(session), then=self._commands(session))
 
@@ -348,6 +348,7 @@ def main() -> int:
     from talaria.acp_server.logs import setup_logging
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
+    from talaria.tools import procs
 
     reader, writer = protect_stdout()
     sandbox = SandboxProbe()
@@ -359,6 +360,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
+    procs.reap_orphans(config.home)  # what a crashed agent left running
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.

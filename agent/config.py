@@ -1,57 +1,26 @@
 """Configuration: command-line flag > environment > `$TALARIA_HOME/config.toml` > default.
 
-Every setting is declared once in `FIELDS` (name, environment variable, default, docstring);
-`load_config` returns the effective values and where each came from, which is what
-`talaria config` prints.
+Every setting is declared once, as a `Config` field made by `setting(default, env, doc,
+check)`: that is its only default (sessions, tools and front doors take values from a
+Config). `FIELDS` lists them; `load_config` returns the effective values and where each
+came from, which is what `talaria config` prints.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from talaria.tools.execute_code.env import MODES as EXEC_MODES
+from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
 
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
 PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    name: str
-    env: str
-    default: Any
-    doc: str
-
-
-FIELDS: tuple[Field, ...] = (
-    Field("model", "TALARIA_MODEL", None, "Model as provider:model, e.g. openai:gpt-4.1."),
-    Field("fallback_models", "TALARIA_FALLBACK_MODELS", (), "Models tried after retries fail."),
-    Field("max_turns", "TALARIA_MAX_TURNS", 90, "Model calls allowed per prompt."),
-    Field("mode", "TALARIA_MODE", "default",
-          "Permission mode: default, accept_edits, plan, auto, dont_ask or bypass (Claude Code's "
-          "acceptEdits, dontAsk, bypassPermissions too)."),
-    Field("sensitive_paths", "TALARIA_SENSITIVE_PATHS", (),
-          "More globs whose reading asks, added to the built-in list (e.g. *.tfstate, ~/.vault-token)."),
-    Field("sandbox_network", "TALARIA_SANDBOX_NETWORK", False,
-          "Let commands that run without a question (auto mode, allow always) use the network."),
-    Field("context_window", "TALARIA_CONTEXT_WINDOW", None, "Context window override, in tokens."),
-    Field("reasoning_effort", "TALARIA_REASONING_EFFORT", None, "low, medium or high, if supported."),
-    Field("max_tokens", "TALARIA_MAX_TOKENS", 8192, "Output tokens per model call."),
-    Field("log_level", "TALARIA_LOG_LEVEL", "INFO", "Log level for stderr and logs/."),
-    Field("compact_threshold", "TALARIA_COMPACT_THRESHOLD", 0.8,
-          "Compact the context automatically at this share of the window."),
-    Field("summary_model", "TALARIA_SUMMARY_MODEL", None,
-          "Model for compaction summaries (default: the session's model)."),
-    Field("exec_mode", "TALARIA_EXEC_MODE", "project",
-          "execute_code: project (session cwd, project's python) or strict (staging dir)."),
-    Field("exec_timeout", "TALARIA_EXEC_TIMEOUT", 300, "execute_code wall-clock limit, seconds."),
-    Field("exec_env_passthrough", "TALARIA_EXEC_ENV_PASSTHROUGH", (),
-          "Extra environment variables (names or globs) execute_code scripts may see."),
-)
-FIELD_NAMES = frozenset(f.name for f in FIELDS)
 
 # Known context windows; `[providers.NAME] context_window` or `context_window` override them.
 CONTEXT_WINDOWS = {
@@ -71,24 +40,116 @@ VISION_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4", "claude", "gemini", "
                  "pixtral", "vision", "-vl", "vl-")
 
 
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    """A list of strings; from the environment, comma-separated."""
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _positive(name: str, value: Any) -> Any:
+    """A positive int or float (the default's type); None stays None."""
+    if value is None:
+        return None
+    number = float(value) if name in FLOAT_SETTINGS else int(value)
+    if number <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return number
+
+
+BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
+            "false": False, "0": False, "no": False, "off": False}
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in BOOLEANS:
+        return BOOLEANS[value.strip().lower()]
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def _choice(*choices: str | None) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if value not in choices:
+            shown = ", ".join(c for c in choices if c is not None)
+            raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+        return value
+    return check
+
+
+def _mode(name: str, value: Any) -> str:
+    from talaria.agent.permissions import normalize_mode
+
+    return normalize_mode(value)
+
+
+def _share(name: str, value: Any) -> float:
+    share = float(value)
+    if not 0.1 <= share <= 1.0:
+        raise ValueError(f"{name} must be between 0.1 and 1.0, got {value!r}")
+    return share
+
+
+def _text(name: str, value: Any) -> Any:
+    return value
+
+
+def setting(default: Any, env: str, doc: str, coerce: Callable[[str, Any], Any] = _text) -> Any:
+    """A Config field that is a user setting: its default (the only one), its environment
+    variable, what it means, and how a raw value (text from the environment) is checked."""
+    return field(default=default, metadata={"env": env, "doc": doc, "coerce": coerce})
+
+
+FLOAT_SETTINGS = frozenset({"exec_timeout"})
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     home: Path
-    model: str | None = None
-    fallback_models: tuple[str, ...] = ()
-    max_turns: int = 90
-    mode: str = "default"
-    sensitive_paths: tuple[str, ...] = ()
-    sandbox_network: bool = False
-    context_window: int | None = None
-    reasoning_effort: str | None = None
-    max_tokens: int = 8192
-    log_level: str = "INFO"
-    compact_threshold: float = 0.8
-    summary_model: str | None = None
-    exec_mode: str = "project"
-    exec_timeout: float = 300
-    exec_env_passthrough: tuple[str, ...] = ()
+    model: str | None = setting(
+        None, "TALARIA_MODEL", "Model as provider:model, e.g. openai:gpt-4.1.")
+    fallback_models: tuple[str, ...] = setting(
+        (), "TALARIA_FALLBACK_MODELS", "Models tried after retries fail.", _names)
+    max_turns: int = setting(90, "TALARIA_MAX_TURNS", "Model calls allowed per prompt.", _positive)
+    mode: str = setting(
+        "default", "TALARIA_MODE",
+        "Permission mode: default, accept_edits, plan, auto, dont_ask or bypass (Claude Code's "
+        "acceptEdits, dontAsk, bypassPermissions too).", _mode)
+    sensitive_paths: tuple[str, ...] = setting(
+        (), "TALARIA_SENSITIVE_PATHS",
+        "More globs whose reading asks, added to the built-in list (e.g. *.tfstate, ~/.vault-token).",
+        _names)
+    sandbox_network: bool = setting(
+        False, "TALARIA_SANDBOX_NETWORK",
+        "Let commands that run without a question (auto mode, allow always) use the network.",
+        _boolean)
+    context_window: int | None = setting(
+        None, "TALARIA_CONTEXT_WINDOW", "Context window override, in tokens.", _positive)
+    reasoning_effort: str | None = setting(
+        None, "TALARIA_REASONING_EFFORT", "low, medium or high, if supported.",
+        _choice(None, "low", "medium", "high"))
+    max_tokens: int = setting(
+        8192, "TALARIA_MAX_TOKENS", "Output tokens per model call.", _positive)
+    log_level: str = setting("INFO", "TALARIA_LOG_LEVEL", "Log level for stderr and logs/.")
+    compact_threshold: float = setting(
+        0.8, "TALARIA_COMPACT_THRESHOLD",
+        "Compact the context automatically at this share of the window.", _share)
+    summary_model: str | None = setting(
+        None, "TALARIA_SUMMARY_MODEL",
+        "Model for compaction summaries (default: the session's model).")
+    exec_mode: str = setting(
+        EXEC_MODES[0], "TALARIA_EXEC_MODE",
+        "execute_code: project (session cwd, project's python) or strict (staging dir).",
+        _choice(*EXEC_MODES))
+    exec_timeout: float = setting(
+        EXEC_TIMEOUT_S, "TALARIA_EXEC_TIMEOUT", "execute_code wall-clock limit, seconds.",
+        _positive)
+    exec_env_passthrough: tuple[str, ...] = setting(
+        (), "TALARIA_EXEC_ENV_PASSTHROUGH",
+        "Extra environment variables (names or globs) execute_code scripts may see.", _names)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
@@ -121,6 +182,15 @@ class Config:
             if name.startswith(prefix):
                 return window
         return DEFAULT_CONTEXT_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    env: str
+    default: Any
+    doc: str
+    coerce: Callable[[str, Any], Any]
 
 
 def talaria_home(env: Mapping[str, str] | None = None) -> Path:
@@ -160,47 +230,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: {exc}") from exc
 
 
-BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
-            "false": False, "0": False, "no": False, "off": False}
-
-
-def _coerce(name: str, value: Any) -> Any:
-    if name == "mode":
-        from talaria.agent.permissions import normalize_mode
-
-        return normalize_mode(value)
-    if name in ("fallback_models", "exec_env_passthrough", "sensitive_paths"):
-        if isinstance(value, str):
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{name} must be a list of strings, got {value!r}")
-        return tuple(value)
-    if name == "sandbox_network":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in BOOLEANS:
-            return BOOLEANS[value.strip().lower()]
-        raise ValueError(f"sandbox_network must be true or false, got {value!r}")
-    if name in ("max_turns", "context_window", "max_tokens") and value is not None:
-        number = int(value)
-        if number <= 0:
-            raise ValueError(f"{name} must be positive, got {value!r}")
-        return number
-    if name == "reasoning_effort" and value not in (None, "low", "medium", "high"):
-        raise ValueError(f"reasoning_effort must be low, medium or high, got {value!r}")
-    if name == "exec_mode" and value not in ("project", "strict"):
-        raise ValueError(f"exec_mode must be project or strict, got {value!r}")
-    if name == "exec_timeout":
-        seconds = float(value)
-        if seconds <= 0:
-            raise ValueError(f"exec_timeout must be positive, got {value!r}")
-        return seconds
-    if name == "compact_threshold":
-        share = float(value)
-        if not 0.1 <= share <= 1.0:
-            raise ValueError(f"compact_threshold must be between 0.1 and 1.0, got {value!r}")
-        return share
-    return value
+FIELDS: tuple[Field, ...] = tuple(
+    Field(f.name, f.metadata["env"], f.default, f.metadata["doc"], f.metadata["coerce"])
+    for f in fields(Config) if "env" in f.metadata
+)
+"""Every setting, in declaration order: what `talaria config` lists."""
+FIELD_NAMES = frozenset(f.name for f in FIELDS)
 
 
 def load_config(
@@ -228,7 +263,7 @@ def load_config(
         else:
             raw, source = f.default, "default"
         try:
-            values[f.name] = _coerce(f.name, raw)
+            values[f.name] = f.coerce(f.name, raw)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"bad value for {f.name} ({source}): {exc}") from exc
         sources[f.name] = source

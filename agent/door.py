@@ -17,8 +17,10 @@ from talaria.tools.workspace import Workspace
 
 
 class FrontDoor(Protocol):
-    workspace: Workspace
-    """Where the session's tools read, write and run (an editor's, a container's, the disk)."""
+    @property
+    def workspace(self) -> Workspace:
+        """Where the session's tools read, write and run (an editor's, a container's, the disk)."""
+        ...
 
     async def emit(self, event: Event) -> None:
         """Send one event to the user (text, tool cards, plan, notices...)."""

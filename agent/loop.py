@@ -46,9 +46,10 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
     emit = session.door.emit
     if not session.supports_images and _has_images(content):
         await emit(Notice(f"{session.provider.name} does not take images; they were left out."))
+        assert not isinstance(content, str)  # _has_images is False for plain text
         content = [part if part.get("type") != "image" else
                    {"type": "text", "text": "[an image was attached; this model cannot see images]"}
-                   for part in content]  # type: ignore[union-attr]
+                   for part in content]
     session.append({"role": "user", "content": content})
     with anyio.CancelScope() as scope:
         session.cancel_scope = scope
@@ -66,7 +67,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
         used = max(session.last_usage, _count_context(session))
-        if needs_compaction(session, used, session.compact_threshold):
+        if needs_compaction(session, used):
             await compact_session(session, reason="auto")
         try:
             message, calls, finish = await query(session, emit)
@@ -115,7 +116,9 @@ async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallReq
                     finish = event
                 case Retrying():
                     # The failed attempt's partial output is discarded; the user is told.
-                    text.clear(), reasoning.clear(), calls.clear()
+                    text.clear()
+                    reasoning.clear()
+                    calls.clear()
                     await emit(Notice(f"{event.error}; retrying in {event.delay:.1f}s "
                                       f"(attempt {event.attempt}, {event.provider})"))
     except anyio.get_cancelled_exc_class():

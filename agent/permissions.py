@@ -100,7 +100,7 @@ class Decision:
 @dataclass(slots=True)
 class Permissions:
     roots: tuple[Path, ...]
-    mode: str = "default"
+    mode: str
     asker: Asker = deny_all
     home: Path = field(default_factory=Path.home)
     read_roots: tuple[Path, ...] = ()

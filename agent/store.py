@@ -195,11 +195,7 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def archive(self, session_id: str, up_to_seq: int) -> None:
-        """Drop everything up to now from the live context (kept in the transcript)."""
-        self.save_context(session_id, [])
-
-
 def _record(row: tuple[Any, ...]) -> SessionRecord:
-    *head, meta = row
-    return SessionRecord(*head, meta=json.loads(meta or "{}"))
+    session_id, cwd, title, model, mode, created_at, updated_at, meta = row
+    return SessionRecord(session_id, cwd, title, model, mode, created_at, updated_at,
+                         json.loads(meta or "{}"))

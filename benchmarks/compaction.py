@@ -102,6 +102,7 @@ def _count_as_the_loop_does(messages: list[dict[str, Any]]) -> None:
 async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str, list[float]]:
     """The real compact_session (as /compact runs it) on a session with a SQLite store."""
     from talaria.agent.config import load_config
+    from talaria.agent.door import LocalDoor
     from talaria.agent.providers.factory import create_retrying_provider
     from talaria.agent.runtime import new_session
     from talaria.agent.store import Store
@@ -112,17 +113,17 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
     config = load_config({"model": "openai:bench"}, env=env)
     provider = create_retrying_provider("openai:bench", [], env=env)  # never called
     store = Store(root / "sessions.db")
-    session = new_session(config, cwd=root, workspace=LocalWorkspace(root), provider=provider,
-                          store=store, mode="bypass")
+    session = new_session(config, cwd=root, door=LocalDoor(LocalWorkspace(root)),
+                          provider=provider, store=store, mode="bypass")
     session.context_window = WINDOW
     for message in messages[1:]:
         session.append(message)
     original = list(session.messages)
-    session.state["summarizer"] = InstantSummarizer()
+    session.summarizer = InstantSummarizer()
     for stage, force in (("stage1", False), ("full", True)):
         for _ in range(RUNS):
             session.messages = list(original)
-            session.state.pop("compaction_stalled_at", None)
+            session.compaction_stalled_at = None
             tokens.clear_cache()
             _count_as_the_loop_does(session.messages)
             tokens.count_messages([], session.tool_definitions())

@@ -1,8 +1,10 @@
-"""execute_code benchmarks: the channel, warm and cold calls, bulk reads, and token savings.
+"""execute_code benchmarks: the channel; cold, prestarted and warm calls on every sandbox tier
+here; bulk reads; cancel latency; token savings.
 
 Every figure goes through the real path: `call_nested` (plan, permission, handler, cards),
-a real kernel in the detected sandbox tier, real tools on a LocalWorkspace. The round trip
-swaps only `read_file`'s handler for a no-op, to time the channel and dispatch alone.
+a real kernel in the sandbox tier named, real tools on a LocalWorkspace. The round trip
+swaps only `read_file`'s handler for a no-op, to time the channel and dispatch alone. Only
+what is measured here is reported: no baseline from another machine.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from talaria.agent import events as ev
 from talaria.agent.config import load_config
 from talaria.agent.context import tokens
 from talaria.agent.door import LocalDoor
@@ -25,17 +28,19 @@ from talaria.agent.providers.base import Finish, TextDelta, ToolCallRequest
 from talaria.agent.runtime import new_session
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import call_nested
+from talaria.tools.execute_code.tool import prestart
 from talaria.tools.local.workspace import LocalWorkspace
 
-HERMES_20_READS_S = 0.74
-"""The issue's baseline for a script making 20 read_file calls."""
 TODO_FILES = 30
 PATCHED = 5
+THINK_S = 0.3
+"""Between session start and the first execute_code call in the prestart figure: less than a
+model takes to stream its first tool call."""
 
 
 def _session(root: Path, provider: Any = None, **limits: Any) -> Session:
     project = root / "project"
-    project.mkdir(exist_ok=True)
+    project.mkdir(parents=True, exist_ok=True)
     config = load_config(env={"TALARIA_HOME": str(root / "home")})
     session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project)),
                           provider=provider or _Scripted([]), store=None, mode="bypass")
@@ -76,9 +81,19 @@ def round_trip(calls: int = 2000) -> dict[str, Any]:
             "path": "script -> socket -> agent dispatch (card, permission) -> no-op -> script"}
 
 
-def warm_and_cold(warm: int = 200, cold: int = 20) -> Iterator[dict[str, Any]]:
-    async def main(session: Session) -> tuple[list[float], list[float], str]:
-        tier = (await _exec(session, "print(1)"))["sandbox"]
+def tiers() -> list[str]:
+    """Every sandbox tier this machine has, strongest first."""
+    from talaria.tools.sandbox import tiers as sandbox
+
+    found = ["bubblewrap"] if sandbox._bwrap_works() else []
+    return [*found, *(["landlock"] if sandbox.landlock_abi() >= 1 else []), "rlimits"]
+
+
+def start_costs(warm: int = 200, cold: int = 20, sessions: int = 10) -> Iterator[dict[str, Any]]:
+    """Per tier: a cold start (reset: stop the kernel, start one, run `print(1)`), the first
+    call of a session whose kernel was prestarted when it began, and a warm call."""
+    async def cold_and_warm(session: Session) -> tuple[list[float], list[float]]:
+        await _exec(session, "print(1)")
         warm_s, cold_s = [], []
         for _ in range(warm):
             started = time.perf_counter()
@@ -88,17 +103,34 @@ def warm_and_cold(warm: int = 200, cold: int = 20) -> Iterator[dict[str, Any]]:
             started = time.perf_counter()
             await _exec(session, "print(1)", reset=True)
             cold_s.append(time.perf_counter() - started)
-        return warm_s, cold_s, tier
+        return warm_s, cold_s
 
-    with tempfile.TemporaryDirectory() as tmp:
-        session = _session(Path(tmp))
-        warm_s, cold_s, tier = anyio.run(main, session)
-        session.close()
-    yield {"metric": "execute_code_print_1_warm", **_ms(warm_s), "target_median_ms": 15,
-           "runs": warm, "sandbox": tier}
-    yield {"metric": "execute_code_print_1_cold", **_ms(cold_s), "target_median_ms": 80,
-           "runs": cold, "sandbox": tier,
-           "note": "reset=true: stop the old kernel, start a new one in the sandbox, run"}
+    async def prestarted(session: Session) -> float:
+        assert prestart(session.tool_state, session.cwd, session.id)
+        await anyio.sleep(THINK_S)  # the model thinks; the kernel boots meanwhile
+        started = time.perf_counter()
+        result = await _exec(session, "print(1)")
+        assert result["kernel"] == "new"
+        return time.perf_counter() - started
+
+    for tier in tiers():
+        with tempfile.TemporaryDirectory() as tmp:
+            session = _session(Path(tmp), tier=tier)
+            warm_s, cold_s = anyio.run(cold_and_warm, session)
+            session.close()
+            first_s = []
+            for n in range(sessions):
+                session = _session(Path(tmp) / str(n), tier=tier)
+                first_s.append(anyio.run(prestarted, session))
+                session.close()
+        yield {"metric": "execute_code_print_1_cold", **_ms(cold_s), "target_median_ms": 80,
+               "runs": cold, "sandbox": tier,
+               "note": "reset=true: stop the old kernel, start a new one in the sandbox, run"}
+        yield {"metric": "execute_code_print_1_prestarted_first_call", **_ms(first_s),
+               "target_median_ms": 15, "runs": sessions, "sandbox": tier,
+               "note": f"prestart() at session start, the first call {THINK_S:g} s later"}
+        yield {"metric": "execute_code_print_1_warm", **_ms(warm_s), "target_median_ms": 15,
+               "runs": warm, "sandbox": tier}
 
 
 def twenty_reads(runs: int = 30) -> dict[str, Any]:
@@ -121,12 +153,79 @@ def twenty_reads(runs: int = 30) -> dict[str, Any]:
         (session.cwd / "small.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
         samples, first, tier = anyio.run(main, session)
         session.close()
-    median = statistics.median(samples)
     return {"metric": "script_with_20_read_file_calls", **_ms(samples),
-            "cold_first_call_ms": round(first * 1e3, 1), "baseline_s": HERMES_20_READS_S,
-            "speedup_warm": round(HERMES_20_READS_S / median, 1),
-            "speedup_cold": round(HERMES_20_READS_S / first, 1), "target_speedup": 10,
-            "sandbox": tier}
+            "cold_first_call_ms": round(first * 1e3, 1), "runs": runs, "sandbox": tier}
+
+
+HANG = ("import subprocess, time\nfrom hermes_tools import read_file\n"
+        "subprocess.Popen(['sleep', '60'])\nread_file('started')\ntime.sleep(60)")
+"""A script that starts a child, tells the agent it runs (a nested call), then hangs."""
+
+
+def cancel_latency(runs: int = 10) -> Iterator[dict[str, Any]]:
+    """`session.cancel()` mid-tool, until the turn has ended and until every process the tool
+    started is gone: an execute_code script with a child, a command with a background job."""
+    for tool in ("execute_code", "terminal"):
+        ended, gone = [], []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                turn_s, gone_s = anyio.run(_cancel_once, Path(tmp), tool)
+            ended.append(turn_s)
+            gone.append(gone_s)
+        yield {"metric": f"cancel_latency_{tool}", "turn_ended": _ms(ended),
+               "processes_gone": _ms(gone), "runs": runs, "target_median_ms": 1000,
+               "what": "session.cancel() mid-tool -> run_turn returns / no process left"}
+
+
+async def _cancel_once(root: Path, tool: str) -> tuple[float, float]:
+    from talaria.agent.loop import run_turn
+
+    project = root / "project"
+    if tool == "execute_code":
+        call = ("execute_code", {"code": HANG})
+    else:
+        call = ("terminal", {"command": "echo $$ > pgid; sleep 60 & sleep 60"})
+    session = _session(root, _Scripted([{"calls": [call]}]))
+    running = anyio.Event()
+
+    async def emit(event: Any) -> None:
+        if isinstance(event, ev.ToolCallStarted) and event.name == "read_file":
+            running.set()
+
+    async def watch_pgid() -> None:
+        while not (project / "pgid").exists() or not (project / "pgid").read_text().strip():
+            await anyio.sleep(0.005)
+        running.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_turn, session, "go", emit)
+        if tool == "terminal":
+            tg.start_soon(watch_pgid)
+        await running.wait()
+        if tool == "execute_code":
+            slot = session.tool_state.kernel
+            pgid = slot.pool.kernels[slot.key].proc.pid
+        else:
+            pgid = int((project / "pgid").read_text())
+        started = time.perf_counter()
+        session.cancel()
+    turn_s = time.perf_counter() - started
+    while _group_alive(pgid):
+        await anyio.sleep(0.002)
+    gone_s = time.perf_counter() - started
+    session.close()
+    return turn_s, gone_s
+
+
+def _group_alive(pgid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 class _Scripted:
@@ -232,8 +331,9 @@ async def _turn(session: Session) -> None:
 
 def execute_code() -> Iterator[dict[str, Any]]:
     yield round_trip()
-    yield from warm_and_cold()
+    yield from start_costs()
     yield twenty_reads()
+    yield from cancel_latency()
     yield from token_savings()
 
 

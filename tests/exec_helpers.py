@@ -44,12 +44,20 @@ def tagged(tag: str) -> list[int]:
 
 
 def kernel_tag(session: Session) -> str:
+    """The tag of the session's live kernel (run a script first)."""
     slot = session.tool_state.kernel
-    assert slot is not None
-    return slot.pool.kernels[slot.key].tag
+    assert slot is not None, "the session has no kernel slot"
+    kernel = slot.pool.kernels.get(slot.key)
+    assert kernel is not None, "the session has no live kernel"
+    return kernel.tag
 
 
-def wait_for(predicate: Callable[[], Any], seconds: float = 3.0) -> bool:
+PATIENCE_S = 30.0
+"""How long a wait may last before a test fails: generous, for a loaded 2-core machine. It is
+never a claim about speed (those are in benchmarks/); the waits end as soon as they can."""
+
+
+def wait_for(predicate: Callable[[], Any], seconds: float = PATIENCE_S) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
@@ -58,7 +66,7 @@ def wait_for(predicate: Callable[[], Any], seconds: float = 3.0) -> bool:
     return False
 
 
-def wait_gone(tag: str, seconds: float = 3.0) -> bool:
+def wait_gone(tag: str, seconds: float = PATIENCE_S) -> bool:
     """Whether every process tagged `tag` (or `tag` + a suffix) is gone within `seconds`."""
     return wait_for(lambda: not tagged(tag), seconds)
 

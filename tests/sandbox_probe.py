@@ -184,6 +184,24 @@ def bigfile(arg: str) -> dict:
     return {}
 
 
+def tmpfill(arg: str) -> dict:
+    """`DIR:N:SIZE`: write N files of SIZE bytes in DIR (`TMPDIR`: the env's) in 1 MiB
+    writes; reports how much got written and the error that stopped it."""
+    directory, count, size = arg.rsplit(":", 2)
+    directory = os.environ["TMPDIR"] if directory == "TMPDIR" else directory
+    chunk, written = b"x" * (1 << 20), 0
+    try:
+        for n in range(int(count)):
+            with open(os.path.join(directory, f"fill{n}"), "wb") as f:
+                left = int(size)
+                while left > 0:
+                    written += f.write(chunk[:left])
+                    left -= len(chunk)
+    except OSError as exc:
+        return {"written": written, "error": errno.errorcode.get(exc.errno or 0, str(exc))}
+    return {"written": written, "tmpdir": directory}
+
+
 def sleep(seconds: str) -> dict:
     time.sleep(float(seconds))
     return {}
@@ -195,7 +213,7 @@ def tag(_: str) -> dict:
 
 CHECKS = {f.__name__: f for f in (write, read, tcp, unix, abstract, dgram_pair, echo, caps,
                                   sysctl_write, remount, tiocsti, setsid, tmpfile, fork, escape, alloc, spin,
-                                  spew, bigfile, sleep, tag)}
+                                  spew, bigfile, tmpfill, sleep, tag)}
 CHECKS["signal"] = signal0
 
 

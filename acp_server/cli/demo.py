@@ -93,7 +93,7 @@ def demo_cli(args: argparse.Namespace) -> int:
 
 
 def _diff(before: Path, after: Path) -> str:
-    chunks = []
+    chunks: list[str] = []
     for old in sorted(before.rglob("*.py")):
         new = after / old.relative_to(before)
         a = old.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -207,7 +207,9 @@ def run_cli(args: argparse.Namespace) -> int:
     """Exit status: see `talaria.acp_server.cli.exits` (Ctrl-C is handled by `main`)."""
     from talaria.acp_server.jsonrpc import PeerError, RpcError
     from talaria.agent.providers.errors import ProviderError
+    from talaria.tools.procs import reap_orphans
 
+    reap_orphans()  # what a crashed agent left running
     cwd = Path(args.cwd).resolve()
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)

@@ -33,7 +33,6 @@ from talaria.agent.session import Session
 
 log = logging.getLogger(__name__)
 
-TRIGGER_SHARE = 0.8
 """Compact automatically once the context reaches this share of the window."""
 TARGET_SHARE = 0.5
 """Stage 2 runs only when stage 1 leaves the context above this share of the window."""
@@ -255,8 +254,9 @@ async def compact_session(
     return result
 
 
-def needs_compaction(session: Session, used: int, threshold: float = TRIGGER_SHARE) -> bool:
-    if used < session.context_window * threshold:
+def needs_compaction(session: Session, used: int) -> bool:
+    """At `compact_threshold` of the window, unless the last try made no progress."""
+    if used < session.context_window * session.compact_threshold:
         return False
     # No loop: after a compaction that made no progress, wait for the context to change.
     return session.compaction_stalled_at != len(session.messages)

@@ -17,7 +17,8 @@ class ProviderSummarizer:
     """Summaries from a model (the session's own by default, or `summary_model`)."""
 
     provider: Provider
-    max_tokens: int = 2_000
+    summary_tokens: int = 2_000
+    """Output tokens a summary may take."""
 
     async def summarize(self, instructions: str, transcript: str) -> str:
         messages: list[Message] = [
@@ -25,7 +26,7 @@ class ProviderSummarizer:
             {"role": "user", "content": transcript},
         ]
         parts: list[str] = []
-        async for event in self.provider.stream(messages, [], max_tokens=self.max_tokens):
+        async for event in self.provider.stream(messages, [], max_tokens=self.summary_tokens):
             if isinstance(event, TextDelta):
                 parts.append(event.text)
         return "".join(parts)

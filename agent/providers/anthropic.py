@@ -48,6 +48,8 @@ _STOP = {
 }
 
 
+REQUIRED_MAX_TOKENS = 4096
+"""Anthropic requires `max_tokens`; sent when neither the call nor the provider gives one."""
 THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
 """Extended-thinking budget (tokens) for each reasoning effort."""
 
@@ -63,7 +65,7 @@ class AnthropicProvider:
         base_url: str | None = None,
         name: str | None = None,
         thinking_budget: int | None = None,
-        max_tokens: int = 8192,
+        max_tokens: int | None = None,
         auth_token: str | None = None,
         stall_timeout: float = 60.0,
         timeout: float = 600.0,
@@ -96,7 +98,7 @@ class AnthropicProvider:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": wire_messages,
-            "max_tokens": max_tokens or self.max_tokens,
+            "max_tokens": max_tokens or self.max_tokens or REQUIRED_MAX_TOKENS,
             "stream": True,
         }
         if system:

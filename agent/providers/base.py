@@ -95,7 +95,10 @@ StreamEvent = TextDelta | ReasoningDelta | ToolCallRequest | Usage | Finish | Re
 class Provider(Protocol):
     """Streams completions. Raises `talaria.agent.providers.errors.ProviderError` subclasses."""
 
-    name: str  # "provider:model"
+    @property
+    def name(self) -> str:
+        """"provider:model"."""
+        ...
 
     def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,

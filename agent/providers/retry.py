@@ -11,9 +11,9 @@ import email.utils
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 
@@ -230,11 +230,10 @@ class RetryingProvider:
             retries = 0
             while True:
                 try:
-                    async with aclosing(
-                        provider.stream(
-                            messages, tools, max_tokens=max_tokens, reasoning_effort=reasoning_effort
-                        )
-                    ) as events:
+                    stream = provider.stream(
+                        messages, tools, max_tokens=max_tokens, reasoning_effort=reasoning_effort)
+                    # Every provider's stream is an async generator (closed, even when abandoned).
+                    async with aclosing(cast(AsyncGenerator[StreamEvent, None], stream)) as events:
                         async for event in events:
                             yield event
                     return

@@ -9,6 +9,7 @@ A row is (label, [(value, colour), ...]); segments stack left to right / bottom 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 OK = "#2f9e6b"
@@ -18,7 +19,7 @@ LIGHT_BLUE = "#a9c1f0"
 AMBER = "#e0a030"
 GREY = "#9aa3ad"
 
-Row = tuple[str, list[tuple[float, str]]]
+Row = tuple[str, Sequence[tuple[float, str]]]
 
 ROW_HEIGHT = 24
 BAR_HEIGHT = 15
@@ -38,7 +39,7 @@ def _clip(label: str, limit: int = MAX_LABEL_CHARS) -> str:
 
 
 def hbars(
-    rows: list[Row], *, width: int = 720, label_width: int = 170, unit: str = "",
+    rows: Sequence[Row], *, width: int = 720, label_width: int = 170, unit: str = "",
     max_value: float | None = None, totals: list[str] | None = None, title: str = "",
 ) -> str:
     """Horizontal stacked bars; `totals` overrides the number printed after each bar."""
@@ -72,7 +73,7 @@ def hbars(
 
 
 def columns(
-    rows: list[Row], *, width: int = 960, height: int = 220, unit: str = "", title: str = "",
+    rows: Sequence[Row], *, width: int = 960, height: int = 220, unit: str = "", title: str = "",
 ) -> str:
     """Vertical stacked columns with a y axis (0, half, max); labels when they fit."""
     if not rows:

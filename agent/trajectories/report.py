@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.trajectories import charts
-from talaria.agent.trajectories.export.redact import redact
 from talaria.agent.trajectories.view import clip, esc_text, page, tile, transcript_html
+from talaria.tools.redact import redact
 
 BATCH_DETAIL_LIMIT = 100
 

@@ -6,19 +6,20 @@
 
 The batch page (Hermes `data/NAME/` or a many-line ShareGPT JSONL) is `talaria.agent.trajectories.report`.
 
-Everything shown is redacted (`talaria.agent.trajectories.export.redact`) and escaped; long texts are capped at
+Everything shown is redacted (`talaria.tools.redact`) and escaped; long texts are capped at
 `TEXT_LIMIT` characters.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from talaria.agent.trajectories import charts
-from talaria.agent.trajectories.export.redact import redact
 from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.tools.redact import redact
 
 TEXT_LIMIT = 20_000
 PREVIEW_CHARS = 90
@@ -99,10 +100,10 @@ def render_trajectory(traj: Trajectory) -> str:
                     + charts.columns(_output_rows(traj.turns), width=500, title="Output tokens")
                     + "</div></div>")
     if traj.tool_stats:
-        rows, totals = _tool_rows(traj.tool_stats)
+        rows, labels = _tool_rows(traj.tool_stats)
         keys = [("succeeded", charts.OK), ("failed", charts.FAIL), ("no result", charts.GREY)]
         body.append("<h2>Tools</h2><div class=\"card\">" + charts.legend(keys)
-                    + charts.hbars(rows, totals=totals, width=760, title="Tool calls") + "</div>")
+                    + charts.hbars(rows, totals=labels, width=760, title="Tool calls") + "</div>")
     body.append("<h2>Transcript</h2>")
     body.append(transcript_html(traj))
     return page(f"{title} — Talaria trajectory", "".join(body))
@@ -227,19 +228,19 @@ def _image(part: dict[str, Any]) -> str:
     return f'<img class="shot" alt="image" src="data:{escape(mime)};base64,{escape(part.get("data", ""))}">'
 
 
-def _context_rows(turns: tuple[TurnUsage, ...]) -> list[charts.Row]:
+def _context_rows(turns: tuple[TurnUsage, ...]) -> Sequence[charts.Row]:
     return [(f"#{n}", [(max(0, t.input_tokens - t.cache_read_tokens), charts.BLUE),
                        (t.cache_read_tokens, charts.LIGHT_BLUE)])
             for n, t in enumerate(turns, start=1)]
 
 
-def _output_rows(turns: tuple[TurnUsage, ...]) -> list[charts.Row]:
+def _output_rows(turns: tuple[TurnUsage, ...]) -> Sequence[charts.Row]:
     return [(f"#{n}", [(t.reasoning_tokens, charts.GREY),
                        (max(0, t.output_tokens - t.reasoning_tokens), charts.AMBER)])
             for n, t in enumerate(turns, start=1)]
 
 
-def _tool_rows(stats: dict[str, dict[str, int]]) -> tuple[list[charts.Row], list[str]]:
+def _tool_rows(stats: dict[str, dict[str, int]]) -> tuple[Sequence[charts.Row], list[str]]:
     used = sorted(((n, s) for n, s in stats.items() if s.get("count")), key=lambda x: -x[1]["count"])
     rows = [(name, [(s["success"], charts.OK), (s["failure"], charts.FAIL),
                     (max(0, s["count"] - s["success"] - s["failure"]), charts.GREY)])

@@ -11,7 +11,9 @@ from tests.acp_checks import check_turn, final
 from tests.acp_harness import AGENT_TO_CLIENT, Editor
 from tests.helpers import group_alive
 
-CANCEL_DEADLINE = 1.0
+CANCEL_DEADLINE = 30.0
+"""A cancel must end the turn, and no later than this on a loaded machine: an outcome bound, not
+a speed claim (how fast a cancel is: `python -m benchmarks execute_code`, cancel_latency)."""
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:

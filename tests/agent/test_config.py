@@ -9,20 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from talaria.agent.config import DEFAULT_CONTEXT_WINDOW, FIELDS, load_config
+from talaria.agent.config import DEFAULT_CONTEXT_WINDOW, load_config
 
 
 def write_config(home: Path, text: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(text)
 
-
-def test_defaults_live_in_one_place(tmp_path: Path) -> None:
-    config = load_config(env={"TALARIA_HOME": str(tmp_path)})
-    for field in FIELDS:
-        assert getattr(config, field.name) == (tuple(field.default) if field.name == "fallback_models" else field.default)
-        assert config.sources[field.name] == "default"
-    assert config.max_turns == 90 and config.mode == "default"
 
 
 def test_precedence_flag_env_file_default(tmp_path: Path) -> None:

@@ -3,16 +3,20 @@
 Run as `python -I -S -u child.py --fd N --tag TAG`. Standard library only and Python 3.8
 syntax: it runs under whatever interpreter the project uses, from a read-only location.
 `-S` because `site` costs most of a cold start (one editable install's .pth alone took 20 ms
-here): `LateSite` runs it once the first cell is done, or at the first import that needs it.
+here): `LateSite` runs it once the first cell is done, or at the first import that needs it;
+a kernel started ahead of its first script (`site_now`) runs it at once, while it waits.
 
 Wire: newline-delimited JSON frames over the inherited socket `N` (one end of a socketpair;
 there is no path anyone else could connect to):
 
-    agent -> kernel   {"op": "init", "stubs": SOURCE, "idle": SECONDS, "path": [DIR, ...]}
+    agent -> kernel   {"op": "init", "stubs": SOURCE, "idle": SECONDS, "path": [DIR, ...],
+                       "site_now": BOOL}
                       {"op": "run", "cell": N, "code": SOURCE, "marker": HEX}
                       {"op": "result", "id": K, "result": {...}}  or  {..., "error": "..."}
     kernel -> agent   {"op": "call", "id": K, "cell": N, "tool": NAME, "args": {...}}
                       {"op": "done", "cell": N, "exit_code": INT, "error": "Type: msg" | null}
+
+`done` carries `"tmp_full": BYTES` (TMPDIR's size) when the cell left TMPDIR full.
 
 `hermes_tools` is built in memory from SOURCE, never written to disk. Cells run in one
 persistent namespace. stdout and stderr are the process's own fds (pipes to the agent, so a
@@ -27,12 +31,19 @@ import builtins
 import contextlib
 import json
 import os
-import queue
 import signal
 import site
 import sys
 import threading
 import types
+
+try:
+    from _queue import Empty, SimpleQueue  # `queue` itself costs a cold start ~0.5 ms
+except ImportError:  # not CPython
+    from queue import Empty, SimpleQueue
+
+TMP_FULL_BYTES = 1024 * 1024
+"""Less free space than this in TMPDIR after a cell: reported as full."""
 
 
 def die() -> None:
@@ -79,8 +90,8 @@ class LateSite:
 class Channel:
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.control: queue.Queue = queue.Queue()
-        self.results: queue.Queue = queue.Queue()
+        self.control = SimpleQueue()
+        self.results = SimpleQueue()
         self.send_lock = threading.Lock()
         self.call_lock = threading.Lock()
         self.cell = 0
@@ -170,7 +181,20 @@ def run_cell(chan: Channel, namespace: dict, frame: dict) -> None:
     for fd in (1, 2):
         with contextlib.suppress(OSError):  # the script closed it: the agent waits a moment
             os.write(fd, marker)
-    chan.send({"op": "done", "cell": chan.cell, "exit_code": exit_code, "error": error})
+    done = {"op": "done", "cell": chan.cell, "exit_code": exit_code, "error": error}
+    size = tmp_full()
+    if size:
+        done["tmp_full"] = size
+    chan.send(done)
+
+
+def tmp_full() -> int:
+    """TMPDIR's size when less than TMP_FULL_BYTES of it are free, else 0."""
+    try:
+        st = os.statvfs(os.environ.get("TMPDIR") or "/tmp")
+    except OSError:
+        return 0
+    return st.f_blocks * st.f_frsize if st.f_bavail * st.f_frsize < TMP_FULL_BYTES else 0
 
 
 def main(argv: list) -> None:
@@ -182,13 +206,15 @@ def main(argv: list) -> None:
     init = chan.control.get()
     sys.path[:0] = init.get("path") or []
     late_site = LateSite()
+    if init.get("site_now"):
+        late_site.run()
     load_stubs(chan, init["stubs"])
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     idle = init.get("idle")
     while True:
         try:
             frame = chan.control.get(timeout=idle)
-        except queue.Empty:
+        except Empty:
             die()
         if frame.get("op") == "run":
             run_cell(chan, namespace, frame)

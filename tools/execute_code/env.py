@@ -48,7 +48,7 @@ ESSENTIAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE",
 class ExecSettings:
     """One session's execute_code settings; front doors build it from `Config`."""
 
-    mode: str = "project"
+    mode: str = MODES[0]
     """project (session cwd, project's python) or strict (staging dir, Talaria's python)."""
     timeout: float = TIMEOUT_S
     kill_grace: float = KILL_GRACE_S
@@ -67,6 +67,8 @@ class ExecSettings:
     """Paths the script may not change (edits the user rejected), when it runs unasked."""
     hidden: tuple[Path, ...] = ()
     """More paths to hide (`sensitive_paths`), when it runs unasked."""
+    tmp_bytes: int | None = None
+    """Bound on the kernel's temporary files (TMPDIR); None: the sandbox's `Limits.tmp_bytes`."""
 
     def cache(self) -> Path:
         if self.cache_dir is not None:

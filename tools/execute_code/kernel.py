@@ -6,6 +6,11 @@ While a cell runs, every frame the child sends is checked before anything else h
 malformed frame, a call from a cell that has ended, a tool outside the whitelist or past the
 call limit is answered with an error and never reaches a tool. `talaria.tools.execute_code.pool` decides
 which kernels live.
+
+A kernel's scratch dir is its TMPDIR (and, in strict mode, its working dir): inside the
+sandbox a private tmpfs of `Limits.tmp_bytes` where the tier allows it (see
+`talaria.tools.sandbox.tiers`). It is recorded with `talaria.tools.procs`, so it dies with the
+agent even where the channel's end would not be noticed (a script that ignores it).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 import anyio
 
+from talaria.tools import procs
 from talaria.tools.errors import KernelError
 from talaria.tools.execute_code.env import ExecSettings, interpreter, scrub_env
 from talaria.tools.execute_code.output import Capture, PipeReader
@@ -62,6 +68,8 @@ class Cell:
     stderr: Capture
     tool_calls: int = 0
     duration: float = 0.0
+    tmp_full: int | None = None
+    """The size of TMPDIR's filesystem when the cell left it full, else None."""
 
 
 @dataclass(slots=True)
@@ -78,17 +86,25 @@ class Kernel:
     warnings: tuple[str, ...] = ()
     cleanup: Callable[[], None] | None = None
     """The sandbox's, for once the process has exited."""
+    record: procs.Record | None = None
     last_used: float = field(default_factory=time.monotonic)
     busy: bool = False
     cells: int = 0
     _buf: bytearray = field(default_factory=bytearray)
     _skipping: bool = False
+    _unsent: memoryview = field(default_factory=lambda: memoryview(b""))
+    """The part of a frame the socket did not take at once (see `spawn`)."""
 
     @classmethod
-    async def start(cls, settings: ExecSettings, cwd: Path, stubs: str,
-                    env: dict[str, str] | None = None) -> Kernel:
-        """Spawn a kernel in the sandbox and send it the `hermes_tools` source."""
-        from talaria.tools.sandbox.tiers import SandboxError, SandboxSpec, prepare
+    def spawn(cls, settings: ExecSettings, cwd: Path, stubs: str,
+              env: dict[str, str] | None = None, *, ahead: bool = False) -> Kernel:
+        """Start a kernel in the sandbox and hand it the `hermes_tools` source; returns as soon
+        as the process exists (~1 ms): the interpreter boots meanwhile, and the first `run`
+        waits for it. `ahead`: no script is on its way, so the kernel may finish its setup
+        (`site`) first. Call it on the event loop's thread, never a worker thread: a
+        parent-death signal set by the sandbox fires when the *thread* that forked exits."""
+        from talaria.tools.sandbox.bytecode import precompile
+        from talaria.tools.sandbox.tiers import Limits, SandboxError, SandboxSpec, prepare
 
         env = dict(os.environ if env is None else env)
         tag = f"talaria-kernel-{secrets.token_hex(6)}"
@@ -96,21 +112,20 @@ class Kernel:
         python, warnings = interpreter(settings.mode, env)
         strict = settings.mode == "strict"
         workdir = scratch if strict else cwd
+        precompile(KERNEL_MAIN)
         parent, child = socket.socketpair()
         try:
             scratch.mkdir(parents=True)
             fd = child.fileno()
             argv = [python, "-I", "-S", "-u", str(KERNEL_MAIN), "--fd", str(fd), "--tag", tag]
-            writable = (scratch,) if strict else (cwd, scratch)
-            spec = SandboxSpec(writable=writable, readonly=settings.readonly,
-                               readable_hidden=settings.hidden)
+            limits = Limits() if settings.tmp_bytes is None else Limits(tmp_bytes=settings.tmp_bytes)
+            spec = SandboxSpec(writable=() if strict else (cwd,), tmp=scratch, limits=limits,
+                               readonly=settings.readonly, readable_hidden=settings.hidden)
             prepared = prepare(argv, spec, tier=settings.tier, pass_fds=(fd,))
-            kenv = scrub_env(env, settings.env_passthrough) | {
+            kenv = procs.child_env(scrub_env(env, settings.env_passthrough)) | {
                 "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONIOENCODING": "utf-8",
             }
-            # Popen runs here, on the event loop's thread, never in a worker thread: a
-            # parent-death signal set by the sandbox fires when the *thread* that forked exits.
             proc = subprocess.Popen(
                 prepared.argv, preexec_fn=prepared.preexec_fn, pass_fds=(fd,),
                 start_new_session=True, env=kenv, cwd=workdir, stdin=subprocess.DEVNULL,
@@ -126,10 +141,30 @@ class Kernel:
         assert proc.stdout is not None and proc.stderr is not None
         kernel = cls(proc, parent, PipeReader(proc.stdout), PipeReader(proc.stderr),
                      prepared.tier, fingerprint(settings, cwd, env), scratch, tag,
-                     tuple(warnings) + tuple(prepared.warnings), prepared.cleanup)
+                     tuple(warnings) + tuple(prepared.warnings), prepared.cleanup,
+                     procs.track(proc.pid, "execute_code"))
+        path = [] if strict else [str(workdir)]
+        init = {"op": "init", "stubs": stubs, "idle": settings.idle_s, "path": path,
+                "site_now": ahead}
+        # A socketpair takes ~200 KB at once, the stubs are a few KB: this does not block, and
+        # what the socket would not take waits in `_unsent` for the next `send`.
+        kernel._unsent = _encode(init)
         try:
-            path = [] if strict else [str(workdir)]
-            await kernel.send({"op": "init", "stubs": stubs, "idle": settings.idle_s, "path": path})
+            kernel._unsent = kernel._unsent[parent.send(kernel._unsent):]
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            kernel.kill()
+            raise KernelError(f"the kernel exited at once: {exc}") from exc
+        return kernel
+
+    @classmethod
+    async def start(cls, settings: ExecSettings, cwd: Path, stubs: str,
+                    env: dict[str, str] | None = None) -> Kernel:
+        """`spawn`, then wait until the `init` frame is sent."""
+        kernel = cls.spawn(settings, cwd, stubs, env)
+        try:
+            await kernel.flush()
         except BaseException:
             kernel.kill()
             raise
@@ -165,6 +200,7 @@ class Kernel:
             elif done is not None:
                 cell.exit_code, cell.error = done.get("exit_code"), done.get("error")
                 cell.status = "success" if cell.exit_code == 0 else "error"
+                cell.tmp_full = done.get("tmp_full")
             if done is None:  # timed out or died: stop it, keep what it printed
                 with anyio.CancelScope(shield=True):
                     if cell.status == "interrupted":  # let it exit with its own status
@@ -270,10 +306,15 @@ class Kernel:
             self._buf += data
 
     async def send(self, frame: dict[str, Any]) -> None:
-        view = memoryview((json.dumps(frame, default=str) + "\n").encode())
-        while view:
+        await self.flush()
+        self._unsent = _encode(frame)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send what is left of the last frame."""
+        while self._unsent:
             try:
-                view = view[self.sock.send(view):]
+                self._unsent = self._unsent[self.sock.send(self._unsent):]
             except BlockingIOError:
                 await anyio.wait_writable(self.sock)
 
@@ -309,3 +350,9 @@ class Kernel:
         if self.cleanup is not None:
             self.cleanup, cleanup = None, self.cleanup
             cleanup()
+        if self.record is not None:
+            self.record.close()
+
+
+def _encode(frame: dict[str, Any]) -> memoryview:
+    return memoryview((json.dumps(frame, default=str) + "\n").encode())

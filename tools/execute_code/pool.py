@@ -4,6 +4,9 @@
 stopped first; one idle for `idle_s` is stopped (the kernel also exits by itself then). Why a
 key's kernel ended is told once, by the next `acquire`. A front door may share one pool among
 its sessions; each session holds a `SessionKernel`, whose `close()` stops only its own kernel.
+`prestart` starts a key's kernel before its first `acquire` (when a session starts), so that
+the first script does not wait for an interpreter to boot; it never stops a kernel that has
+run code to make room.
 """
 
 from __future__ import annotations
@@ -62,12 +65,27 @@ class KernelPool:
             kernel.kill()
             self.ended[key] = "its settings changed (mode, directory, interpreter or environment)"
             kernel = None
-        fresh = kernel is None
         if kernel is None:
             self._evict(self.max_live - 1)
             kernel = await start()
         self.kernels[key] = kernel
-        return kernel, fresh, self.ended.pop(key, None)
+        return kernel, kernel.cells == 0, self.ended.pop(key, None)
+
+    def prestart(self, key: str, fingerprint: tuple[Any, ...],
+                 spawn: Callable[[], Kernel]) -> bool:
+        """Start `key`'s kernel now unless it has one; `spawn` returns at once (the kernel
+        boots in its own process). Makes room only by stopping other kernels that never ran
+        code. Returns whether it started one."""
+        self.reap()
+        if key in self.kernels:
+            return False  # acquire replaces it if its settings changed
+        unused = [k for k, kernel in self.kernels.items() if kernel.cells == 0 and not kernel.busy]
+        while len(self.kernels) >= self.max_live and unused:
+            self.discard(unused.pop(0), None)
+        if len(self.kernels) >= self.max_live:
+            return False
+        self.kernels[key] = spawn()
+        return True
 
     def discard(self, key: str, reason: str | None) -> None:
         """Stop `key`'s kernel, remembering `reason` (if any) for the next acquire."""
@@ -91,17 +109,19 @@ class KernelPool:
         for key, kernel in list(self.kernels.items()):
             if kernel.busy:
                 continue
+            # One that never ran code (prestarted) ends without a word: nothing was lost.
             if now - kernel.last_used >= self.idle_s:
-                self.discard(key, f"it was idle for over {self.idle_s:g} s")
+                self.discard(key, f"it was idle for over {self.idle_s:g} s" if kernel.cells else None)
             elif not kernel.alive():
-                self.discard(key, f"it exited (code {kernel.proc.returncode})")
+                self.discard(key, f"it exited (code {kernel.proc.returncode})" if kernel.cells
+                             else None)
 
     def _evict(self, keep: int) -> None:
-        for key in [k for k, kernel in self.kernels.items() if not kernel.busy]:
+        for key, kernel in [(k, kernel) for k, kernel in self.kernels.items() if not kernel.busy]:
             if len(self.kernels) <= keep:
                 break
             self.discard(key, f"at most {self.max_live} kernels run at once (least recently "
-                              "used stopped)")
+                              "used stopped)" if kernel.cells else None)
 
     def session(self, key: str) -> SessionKernel:
         return SessionKernel(self, key)
@@ -121,6 +141,9 @@ class SessionKernel:
     async def acquire(self, fingerprint: tuple[Any, ...],
                       start: Callable[[], Awaitable[Kernel]]) -> tuple[Kernel, bool, str | None]:
         return await self.pool.acquire(self.key, fingerprint, start)
+
+    def prestart(self, fingerprint: tuple[Any, ...], spawn: Callable[[], Kernel]) -> bool:
+        return self.pool.prestart(self.key, fingerprint, spawn)
 
     def discard(self, reason: str | None) -> None:
         self.pool.discard(self.key, reason)

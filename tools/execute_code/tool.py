@@ -6,26 +6,35 @@ Workspace (so in an editor `read_file` and `patch` become `fs/*` requests). Only
 script prints returns to the model. A session's calls share one kernel: its place in a
 `KernelPool` is `ctx.state.kernel` (the pool, `ctx.state.kernels`, may be shared by a front
 door's sessions), its settings `ctx.state.exec_settings`; it stops when the session closes.
+`prestart(session.tool_state, session.cwd, session.id)` when a session starts has its kernel
+ready by the first call; after a script times out or dies, the replacement is started at once.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from talaria.tools.context import ToolContext
+from talaria.tools.errors import KernelError
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
 from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
 from talaria.tools.registry import REGISTRY, ToolSpec, tool
+from talaria.tools.state import ToolState
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools a script may call; never execute_code itself."""
+MiB = 1024 * 1024
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -83,7 +92,7 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if ctx.sandbox is not None:  # unseen by the user: rejected edits stay read-only
         settings = replace(settings, readonly=ctx.sandbox.readonly,
                            hidden=ctx.sandbox.readable_hidden)
-    slot = session_kernel(ctx, settings)
+    slot = session_kernel(ctx.state, settings, ctx.session_id)
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
@@ -99,17 +108,34 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         raise
     if cell.status in ("timeout", "interrupted"):
         slot.discard(None)  # already dead; this result says so
+        prestart(ctx.state, ctx.cwd, ctx.session_id)  # the model will likely try again
     return result(cell, kernel, settings, fresh=fresh, ended=ended)
 
 
-def session_kernel(ctx: ToolContext, settings: ExecSettings) -> SessionKernel:
-    """The session's kernel slot, made at its first script: in the pool the session was given,
+def prestart(state: ToolState, cwd: Path, session_id: str) -> bool:
+    """Start the session's kernel ahead of its first script, so that the first call costs
+    what a warm one does. Call it when a session starts, on the event loop's thread (it
+    spawns the process; see `Kernel.spawn`); it returns at once. Returns whether it started
+    a kernel; a failure is left for the first call to report."""
+    settings = state.exec_settings
+    slot = session_kernel(state, settings, session_id)
+    env = dict(os.environ)
+    try:
+        return slot.prestart(
+            fingerprint(settings, cwd, env),
+            lambda: Kernel.spawn(settings, cwd, stub_source(EXEC_TOOLS), env, ahead=True))
+    except KernelError as exc:
+        log.info("execute_code: could not prestart a kernel: %s", exc)
+        return False
+
+
+def session_kernel(state: ToolState, settings: ExecSettings, session_id: str) -> SessionKernel:
+    """The session's kernel slot, made at its first use: in the pool the session was given,
     else in one of its own. It is stopped when the session closes."""
-    state = ctx.state
     if state.kernel is None:
         if state.kernels is None:
             state.kernels = KernelPool(settings.max_kernels, settings.idle_s)
-        state.kernel = state.kernels.session(ctx.session_id)
+        state.kernel = state.kernels.session(session_id)
         state.cleanups["execute_code"] = state.kernel.close
         prune_cache(settings.cache())
     return state.kernel
@@ -133,6 +159,11 @@ def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,
         if stderr_omitted:
             out["stderr_omitted_bytes"] = stderr_omitted
         out["error"] = _error(cell, settings)
+    if cell.tmp_full:
+        out["tmp_full"] = (f"TMPDIR is full: the sandbox's temporary files are limited to "
+                           f"{cell.tmp_full / MiB:.0f} MiB and writing more there fails with "
+                           "'No space left on device'. Delete what is no longer needed, or "
+                           "write large outputs into the project.")
     if fresh:
         out["kernel"] = "new" + (f": the previous one ended because {ended}" if ended else "")
         if kernel.warnings:
@@ -140,10 +171,17 @@ def result(cell: Cell, kernel: Kernel, settings: ExecSettings, *, fresh: bool,
     return out
 
 
+SANDBOX_SAYS = "talaria-sandbox: "
+"""How the sandbox launcher's own messages on stderr begin (why it stopped a kernel)."""
+
+
 def _error(cell: Cell, settings: ExecSettings) -> str:
     lost = "variables from earlier calls are gone; the next call starts a fresh interpreter"
     if cell.status == "timeout":
         return f"Timed out after {settings.timeout:g} s and was killed: {lost}."
     if cell.status == "interrupted":
-        return f"The interpreter died mid-script (exit {cell.exit_code}): {lost}."
+        why = [ln[len(SANDBOX_SAYS):] for ln in cell.stderr.result()[0].splitlines()
+               if ln.startswith(SANDBOX_SAYS)]
+        because = f" because {why[-1]}" if why else ""
+        return f"The interpreter died mid-script (exit {cell.exit_code}){because}: {lost}."
     return f"The script failed (exit {cell.exit_code}): {cell.error or 'see stderr'}"

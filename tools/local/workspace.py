@@ -2,7 +2,8 @@
 
 Used headless, in batch runs, and when the editor lacks a capability. Blocking file I/O runs
 in worker threads; commands run in their own process group so that a timeout or a cancelled
-turn kills everything they started (a `sleep 100 &` must not outlive its tool call).
+turn kills everything they started (a `sleep 100 &` must not outlive its tool call), and
+under `talaria.tools.procs` so that they die with the agent even when it is killed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from talaria.tools import procs
 from talaria.tools.local import search as local_search
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
@@ -234,8 +236,9 @@ async def run_command(
 ) -> CommandResult:
     """Run `command` with `bash -c` (else `sh -c`) in a new session, stdin from /dev/null,
     stdout and stderr merged and capped head + tail. Leftover background children are
-    killed with the group when the shell exits, on timeout and on cancellation. `argv`
-    replaces `bash -c command` (the same command wrapped in a sandbox)."""
+    killed with the group when the shell exits, on timeout and on cancellation, and by the
+    agent's watchdog if the agent dies first (see `talaria.tools.procs`). `argv` replaces
+    `bash -c command` (the same command wrapped in a sandbox)."""
     out = _HeadTail(output_limit)
     eof = anyio.Event()
     # Shielded: a cancel landing between the fork and the `try` below would leak the process.
@@ -243,11 +246,13 @@ async def run_command(
         proc = await anyio.open_process(
             argv or [_shell(), "-c", command],
             cwd=cwd,
+            env=procs.child_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        record = procs.track(proc.pid, "command")
 
     async def pump() -> None:
         assert proc.stdout is not None
@@ -275,9 +280,11 @@ async def run_command(
         with anyio.CancelScope(shield=True):
             await _kill_group(proc)
             await proc.aclose()
+        record.close()
         raise
     with anyio.CancelScope(shield=True):
         await proc.aclose()
+    record.close()
     output, omitted = out.result()
     return CommandResult(
         exit_code=proc.returncode if exited else None,

@@ -1,35 +1,41 @@
 """The sandbox's first program: confine itself, then run the command.
 
-Run as `python -I -S sandbox_launch.py CONFIG_JSON -- ARGV...` (built by `talaria.tools.sandbox.tiers.prepare`;
-inside bwrap in the bubblewrap tier). Standard library only. In order: parent-death signal,
-resource limits, (bubblewrap, as root) a per-namespace `pid_max` and a read-only /proc/sys, TMPDIR,
-no_new_privs, (as root) an empty capability bounding set, Landlock, seccomp. Doing this here
-rather than in a `preexec_fn` keeps the caller's fork async-signal-safe (the agent has threads),
-lets callers use `anyio.open_process`, and leaves bwrap itself unfiltered.
+Run as `python -I -S -c tiers.BOOT CONFIG_JSON -- ARGV...` (built by
+`talaria.tools.sandbox.tiers.prepare`; inside bwrap in the bubblewrap tier), or as a script
+`python -I -S launch.py CONFIG_JSON -- ARGV...`. Standard library
+only. In order: the pids cgroup (root), parent-death signal, resource limits, (bubblewrap, as
+root) a per-namespace `pid_max` and a read-only /proc/sys, (other tiers, where it may mount) a
+sized tmpfs on TMPDIR in a mount namespace of its own, TMPDIR, no_new_privs, (as root) an empty
+capability bounding set, Landlock, seccomp. Doing this here rather than in a `preexec_fn`
+keeps the caller's fork async-signal-safe (the agent has threads), lets callers use
+`anyio.open_process`, and leaves bwrap itself unfiltered.
 
 Then, in bwrap, it execs the command (bwrap's PID namespace ends everything with it). Without a
 PID namespace a parent-death signal would kill only the command, not what the command started:
 so there the launcher stays as a small supervisor that forks the command, forwards signals and
-the exit status, and SIGKILLs its whole process group when the caller dies.
+the exit status, SIGKILLs its whole process group when the caller dies, and (where it could not
+mount a tmpfs) stops the sandbox when TMPDIR grows past its bound.
+
+Cold start matters (each execute_code kernel starts here): no module that pulls in `re`,
+`enum`, `platform` or `runpy` beyond what `json` needs; each costs milliseconds.
 
 Any failure exits with `FAILED` (125) and one line on stderr: the sandbox fails closed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
-import platform
 import resource
-import runpy
 import signal
 import sys
+import time
 
 # Run as a script with -I -S (no site, so no installed or editable `talaria`): its two
 # helpers are imported from this folder, and they import nothing but the standard library.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 import landlock  # noqa: E402
 import seccomp  # noqa: E402
@@ -41,7 +47,10 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
              signal.SIGUSR2)
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+CLONE_NEWNS = 0x00020000
+TMP_POLL_S = 0.1
+"""Without a tmpfs, how often the supervisor measures TMPDIR (more rarely if that is slow)."""
 PID_MAX_MIN = 301
 """The kernel's floor for pid_max (RESERVED_PIDS + 1)."""
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -114,7 +123,7 @@ def drop_capabilities() -> None:
     for cap in range(last + 1):
         landlock.prctl(PR_CAPBSET_DROP, cap)
     landlock.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    nr = SYS_CAPSET.get(platform.machine())
+    nr = SYS_CAPSET.get(os.uname().machine)
     if nr is not None:
         header = (ctypes.c_uint32 * 2)(CAP_VERSION_3, 0)
         data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all empty
@@ -123,22 +132,56 @@ def drop_capabilities() -> None:
             raise OSError(ctypes.get_errno(), "capset")
 
 
-def confine(config: dict) -> None:
+def join_cgroup(path: str) -> None:
+    """Move this process (and so all it starts) into the pids cgroup the caller made: done
+    by `early` while we were imported, else now."""
+    if "early" in sys.modules and sys.modules["early"].joined(path):
+        return
+    with open(os.path.join(path, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def mount_tmpfs(dirs: list[str], size: int) -> bool:
+    """A tmpfs of `size` bytes on each of `dirs`, in a mount namespace of our own, so the host
+    never sees it and it ends with the sandbox. False where we may not (not root)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    cwd = os.getcwd()
+    # A shared / (systemd's default) would propagate our mounts back to the host.
+    steps = [(b"none", b"/", None, MS_REC | MS_PRIVATE, None)]
+    steps += [(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size}".encode())
+              for d in dirs]
+    for source, target, fstype, flags, data in steps:
+        if libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {target.decode()}: {os.strerror(err)}")
+    os.chdir(cwd)  # the cwd may be one of `dirs`: look it up again, on the tmpfs
+    return True
+
+
+def confine(config: dict) -> list[str]:
+    """Confine this process per `config`; returns the dirs the supervisor must measure."""
     tier = config["tier"]
+    root = os.geteuid() == 0
+    if config.get("cgroup") and root:  # not root: RLIMIT_NPROC applies (see set_limits)
+        join_cgroup(config["cgroup"])
     if tier != "bubblewrap":  # bwrap --die-with-parent does it there
         landlock.prctl(PR_SET_PDEATHSIG, PARENT_DIED)
         if config.get("parent") and os.getppid() != config["parent"]:
             raise OSError("the caller exited before the sandbox started")
     set_limits(config["limits"])
-    root = os.geteuid() == 0
     if tier == "bubblewrap" and root:
         seal_pid_namespace(config["limits"]["processes"])
+    measure = list(config.get("tmp") or ())
+    if measure and mount_tmpfs(measure, config["limits"]["tmp_bytes"]):
+        measure = []
     tmpdir = config.get("tmpdir")
     current = os.environ.get("TMPDIR", "")
     if tmpdir and not (current and any(_within(current, d) for d in config["writable"])):
         os.environ["TMPDIR"] = tmpdir
     if tier == "rlimits":
-        return
+        return measure
     landlock.prctl(landlock.PR_SET_NO_NEW_PRIVS, 1)
     if root:
         drop_capabilities()
@@ -162,6 +205,7 @@ def confine(config: dict) -> None:
         # bubblewrap: a private network namespace unless `network`, so TCP/UDP stay inside it.
         allow_inet = config["network"] or tier == "bubblewrap"
         seccomp.install(seccomp.build(allow_inet=allow_inet, pin_group=tier == "landlock"))
+    return measure
 
 
 def _within(path: str, directory: str) -> bool:
@@ -182,11 +226,23 @@ def same_python(command: list[str]) -> bool:
 def run_here(command: list[str]) -> None:
     """Run the script in this process instead of exec'ing a second interpreter (~20 ms of a
     cold start). Confinement is already in place; Python's own signal setup is what the
-    script would get after an exec anyway."""
+    script would get after an exec anyway. What `runpy.run_path` does for a plain file, without
+    importing runpy (~1 ms), and from the script's cached bytecode when it is current
+    (compiling the kernel's source took ~8 ms; the agent writes the cache, see `tiers`)."""
+    # importlib.machinery's loader, without importing the importlib package (~1 ms).
+    from _frozen_importlib_external import SourceFileLoader
+
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(write_through=True)  # what -u gives
+    path = command[4]
     sys.argv = command[4:]
-    runpy.run_path(command[4], run_name="__main__")
+    while HERE in sys.path:  # as `python -I path` would have it: no script dir on the path
+        sys.path.remove(HERE)
+    code = SourceFileLoader("__main__", path).get_code("__main__")
+    main = type(sys)("__main__")
+    main.__file__ = path
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
     sys.exit(0)
 
 
@@ -203,8 +259,28 @@ def execute(command: list[str]) -> None:
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
-def supervise(command: list[str]) -> None:
-    """Run `command` as our child; exit as it exits; kill the group if the caller dies."""
+def disk_usage(dirs: list[str]) -> int:
+    """Bytes allocated to the files under `dirs` (sparse files count what they use)."""
+    total, stack = 0, list(dirs)
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                except OSError:  # removed meanwhile
+                    pass
+    return total
+
+
+def supervise(command: list[str], measure: list[str], tmp_bytes: int) -> None:
+    """Run `command` as our child; exit as it exits; kill the group if the caller dies or
+    the `measure` dirs grow past `tmp_bytes`."""
     me = os.getpid()
     leader = os.getpgid(0) == me  # the caller used start_new_session: the group is ours
 
@@ -227,14 +303,19 @@ def supervise(command: list[str]) -> None:
         execute(command)
 
     def forward(sig: int, _: object) -> None:
-        with contextlib.suppress(OSError):  # already exited
+        try:  # noqa: SIM105 (contextlib: a cold-start cost, see above)
             os.kill(child, sig)
+        except OSError:  # already exited
+            pass
 
     for sig in FORWARDED:
         signal.signal(sig, forward)
-    # Hold no pipe or socket open: the caller sees EOF when the command's side closes.
-    os.closerange(0, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    _, status = os.waitpid(child, 0)
+    # Hold no pipe or socket open: the caller sees EOF when the command's side closes. Only
+    # when it must measure TMPDIR does it keep stderr, to say why it stopped the sandbox.
+    os.closerange(0, 2 if measure else 3)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    status = watch_tmp(child, measure, tmp_bytes, parent_died) if measure else \
+        os.waitpid(child, 0)[1]
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)
@@ -243,20 +324,43 @@ def supervise(command: list[str]) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def watch_tmp(child: int, measure: list[str], tmp_bytes: int, kill: object) -> int:
+    """Wait for `child`, measuring `measure` meanwhile; past `tmp_bytes`, say so on stderr and
+    kill the sandbox (`kill`, as when the caller dies). Returns the child's wait status."""
+    interval = TMP_POLL_S
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return status
+        started = time.monotonic()
+        used = disk_usage(measure)
+        if used > tmp_bytes:
+            message = (f"talaria-sandbox: temporary files passed the limit of {tmp_bytes:,} "
+                       f"bytes ({used:,} in {', '.join(measure)}); the sandbox was stopped\n")
+            try:  # noqa: SIM105
+                os.write(2, message.encode())
+            except OSError:
+                pass
+            kill()  # type: ignore[operator]
+        # A big tree takes long to measure: then look less often than every TMP_POLL_S.
+        interval = max(TMP_POLL_S, 10 * (time.monotonic() - started))
+        time.sleep(interval)
+
+
 def main(argv: list[str]) -> None:
     try:
         config = json.loads(argv[1])
         command = argv[argv.index("--", 2) + 1:]
         if not command:
             raise ValueError("no command")
-        confine(config)
+        measure = confine(config)
     except (OSError, ValueError, KeyError, IndexError) as exc:
         print(f"talaria-sandbox: {exc}", file=sys.stderr, flush=True)
         os._exit(FAILED)
     if config["tier"] == "bubblewrap":
         execute(command)
     else:
-        supervise(command)
+        supervise(command, measure, config["limits"]["tmp_bytes"])
 
 
 if __name__ == "__main__":

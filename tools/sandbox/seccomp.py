@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import platform
+import os
 import struct
 
 # BPF opcodes.
@@ -50,12 +50,12 @@ ARCHES = {  # machine: (AUDIT_ARCH_*, syscall numbers)
 
 def supported() -> bool:
     """Whether this filter knows the machine's syscall ABI."""
-    return platform.machine() in ARCHES
+    return os.uname().machine in ARCHES
 
 
 def build(*, allow_inet: bool, pin_group: bool, machine: str | None = None) -> bytes:
     """The filter as `struct sock_filter[]` bytes."""
-    machine = machine or platform.machine()
+    machine = machine or os.uname().machine
     arch, nr = ARCHES[machine]
     deny = RET_ERRNO | errno.EPERM
     prog: list[tuple[int, str | None, str | None, int]] = []  # (code, jt label, jf label, k)

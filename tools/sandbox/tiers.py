@@ -19,6 +19,7 @@ What each tier guarantees (tests/test_sandbox.py asserts exactly this, on every 
 | change a `readonly` path         | no (read-only bind; its   | no (no write rights on it,  | yes     |
 |  (write, rm, mv/ln over, ...)    | dirs pinned as mounts)    | nor new entries around it)  |         |
 | temp files                       | private tmpfs /tmp        | TMPDIR: a private dir       | as host |
+| fill the disk with temp files    | no (tmpfs of `tmp_bytes`) | no (**)                     | (**)    |
 | TCP/UDP to the host, internet    | no (own network namespace)| no (seccomp; Landlock TCP)  | yes     |
 | connect to a host Unix socket    | no (seccomp: no AF_UNIX)  | no (seccomp: no AF_UNIX)    | yes     |
 | see / signal host processes      | no (PID namespace)        | no if Landlock ABI >= 6     | yes     |
@@ -26,16 +27,23 @@ What each tier guarantees (tests/test_sandbox.py asserts exactly this, on every 
 | escape the caller's killpg       | no (PID namespace)        | no (seccomp: no setsid)     | setsid  |
 | outlive the caller (kill -9)     | no (--die-with-parent)    | no (supervisor kills group) | setsid  |
 | memory, CPU, file size, fds      | rlimits                   | rlimits                     | rlimits |
-| processes (fork bomb)            | bounded (*)               | bounded unless root         | same    |
+| processes (fork bomb)            | bounded (*)               | bounded (*)                 | same    |
 | capabilities, when run as root   | none                      | none                        | all     |
 
 (*) non-root: RLIMIT_NPROC, counted inside bwrap's user namespace (outside one it counts all
 the user's tasks, so the launcher allows `processes` more than exist). Root: RLIMIT_NPROC does
-not apply to uid 0 and cgroups are rarely writable, so the launcher sets the PID namespace's own
-`pid_max` (Linux >= 6.14; the kernel's floor is 301): at most max(processes, ~300) tasks.
-Without a PID namespace a root fork bomb is bounded in time only (the caller's timeout and
-killpg; seccomp keeps every process in the group). We do not switch root to `nobody`: root-owned
+not apply to uid 0. So a root sandbox gets a pids cgroup of `processes` tasks where a pids
+controller is writable (`sandbox.cgroup`; cgroup v1, or v2 with `pids` delegable), and under
+bwrap the PID namespace's own `pid_max` too (Linux >= 6.14; the kernel's floor is 301).
+Without either a root fork bomb is bounded in time only (the caller's timeout and killpg;
+seccomp keeps every process in the group). We do not switch root to `nobody`: root-owned
 project files would turn read-only and git would refuse the repository ("dubious ownership").
+(**) TMPDIR (`SandboxSpec.tmp`, else the private dir) holds at most `tmp_bytes`: where the
+launcher may mount (root) a tmpfs of that size in a mount namespace of the sandbox's own,
+else its supervisor measures the dir and stops the sandbox when it grows past (a burst
+between two looks can pass the bound by what is written in that time; each file stays under
+`file_size_bytes`). Under bwrap, /tmp and `tmp` are each a tmpfs of `tmp_bytes`. The rlimits
+tier bounds TMPDIR only when `tmp` is given; other temp dirs are the host's.
 Prepared.warnings says when a bound is missing.
 
 A hidden or `readonly` path inside a writable dir costs nothing on bubblewrap (except for a
@@ -76,8 +84,10 @@ from functools import cache
 from pathlib import Path
 
 from talaria.tools.errors import SandboxError
+from talaria.tools.sandbox import cgroup as sandbox_cgroup
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
+from talaria.tools.sandbox.bytecode import precompile
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +95,13 @@ TIERS = ("bubblewrap", "landlock", "rlimits")
 PYTHON = sys.executable
 """Interpreter for the launcher; must be readable inside the sandbox."""
 LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+BOOT = (f"import sys; sys.path.insert(0, {str(LAUNCHER.parent)!r}); import early; "
+        "from launch import main; main(sys.argv)")
+"""`python -c BOOT CONFIG -- ARGV`: the launcher imported as a module, so run from its cached
+bytecode (`bytecode.precompile`); run as a script, it was compiled at every start (~8 ms).
+`early` joins the pids cgroup while `launch` is imported."""
+LAUNCHER_FILES = ("launch.py", "early.py", "landlock.py", "seccomp.py")
+"""What the launcher imports: their bytecode is cached by the agent, since a sandbox cannot."""
 PACKAGE_ROOT = LAUNCHER.parents[2]
 """talaria's own files (the kernel's child script among them): readable inside the sandbox."""
 DETECT_TIMEOUT_S = 10.0
@@ -111,6 +128,8 @@ class Limits:
     """RLIMIT_FSIZE: larger writes fail with EFBIG."""
     open_files: int = 1024
     """RLIMIT_NOFILE."""
+    tmp_bytes: int = 512 * 1024**2
+    """Temporary files in all (TMPDIR; /tmp too under bwrap): tmpfs is memory, keep it modest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +141,10 @@ class SandboxSpec:
     limits: Limits = Limits()
     readable_hidden: tuple[Path, ...] = ()
     """Extra paths to hide, on top of `default_hidden()`."""
+    tmp: Path | None = None
+    """The sandbox's TMPDIR: an existing dir, writable, private to the sandbox (under bwrap and
+    where the launcher may mount, a tmpfs: the host never sees what is written there) and
+    bounded by `limits.tmp_bytes`. None: /tmp under bwrap, else a fresh private dir."""
     readonly: tuple[Path, ...] = ()
     """Paths inside `writable` that must stay as they are (edits the user rejected); they
     may not exist yet. See `_protect_mounts` and the launcher's Landlock rules."""
@@ -130,7 +153,7 @@ class SandboxSpec:
 
 
 COMMAND_LIMITS = Limits(memory_bytes=64 * 1024**3, processes=1024, cpu_seconds=3600,
-                        file_size_bytes=16 * 1024**3, open_files=65536)
+                        file_size_bytes=16 * 1024**3, open_files=65536, tmp_bytes=4 * 1024**3)
 """Commands build and test software: address space for JIT runtimes, room for `make -j`."""
 
 
@@ -173,6 +196,8 @@ def detect_tier(*, refresh: bool = False) -> str:
     """The strongest tier that works here: bwrap is actually run once. Cached, logged once."""
     global _tier
     if _tier is None or refresh:
+        if refresh:
+            _bwrap_probe.cache_clear()
         if _bwrap_works():
             _tier = "bubblewrap"
         elif landlock_abi() >= 1:
@@ -188,18 +213,34 @@ def detect_tier(*, refresh: bool = False) -> str:
 
 
 def _bwrap_works() -> bool:
+    return _bwrap_probe() is not None
+
+
+def bwrap_sizes_tmpfs() -> bool:
+    """Whether this bwrap takes `--size` for a tmpfs (bubblewrap >= 0.7)."""
+    return bool(_bwrap_probe())
+
+
+@cache
+def _bwrap_probe() -> bool | None:
+    """None: bwrap does not work here; else whether it can size a tmpfs. Runs bwrap once or
+    twice (an older bwrap rejects `--size`)."""
     bwrap = shutil.which("bwrap")
     if not bwrap:
-        return False
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            *BWRAP_NAMESPACES, "--unshare-net", "--die-with-parent", "--", "true"]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=DETECT_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    if done.returncode != 0:
-        log.info("sandbox: bwrap does not work here: %s", done.stderr.decode(errors="replace")[:200])
-    return done.returncode == 0
+        return None
+    for size in (["--size", str(1024**2)], []):
+        argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *size,
+                "--tmpfs", "/tmp", *BWRAP_NAMESPACES, "--unshare-net", "--die-with-parent",
+                "--", "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=DETECT_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode == 0:
+            return bool(size)
+        log.info("sandbox: bwrap %s does not work here: %s", " ".join(size),
+                 done.stderr.decode(errors="replace")[:200])
+    return None
 
 
 @cache
@@ -245,21 +286,52 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
     # $TALARIA_HOME): bwrap binds them back read-only, Landlock grants them read.
     runtime = {str(PACKAGE_ROOT), sys.prefix, sys.base_prefix}
     exposed = sorted(p for p in runtime if any(_within(p, d) for d in ("/tmp", *hidden)))
-    tmpdir, cleanup = "/tmp" if tier == "bubblewrap" else None, _noop
-    protect: list[tuple[str, list[str]]] = []
-    if tier == "bubblewrap":
-        protect = _protect_mounts(readonly, writable, hidden)
-    if tier == "landlock":
-        tmpdir, cleanup = _private_tmp()
-    config = {"tier": tier, "limits": asdict(spec.limits), "writable": writable,
+    tmpdir, cleanups = _tmpdir(spec, tier)
+    limits = spec.limits
+    group = None
+    if os.geteuid() == 0 and tier != "bubblewrap":  # bwrap: the PID namespace's pid_max
+        group = sandbox_cgroup.create(limits.processes)
+        if group is not None:
+            cleanups.append(lambda: sandbox_cgroup.remove(group))
+    protect = _protect_mounts(readonly, writable, hidden) if tier == "bubblewrap" else []
+    config = {"cgroup": group, "tier": tier, "limits": asdict(limits), "writable": writable,
               "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
+              "tmp": [tmpdir] if tmpdir and tier != "bubblewrap" else [],
               "readonly": readonly,
               "parent": os.getpid() if tier != "bubblewrap" and local else None}
-    launch = [PYTHON, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", *argv]
+    for name in LAUNCHER_FILES:
+        precompile(LAUNCHER.with_name(name))
+    launch = [PYTHON, "-I", "-S", "-c", BOOT, json.dumps(config), "--", *argv]
     if tier == "bubblewrap":
-        launch = [*_bwrap_args(spec, writable, hidden, exposed, protect), "--", *launch]
-    warnings = _warnings(tier, writable, hidden, readonly)
-    return Prepared(launch, None, tier, tuple(warnings), cleanup)
+        launch = [*_bwrap_args(spec, writable, hidden, exposed, tmpdir, protect), "--", *launch]
+    warnings = _warnings(tier, writable, hidden, group, readonly)
+    return Prepared(launch, None, tier, tuple(warnings), _run_all(cleanups))
+
+
+def _tmpdir(spec: SandboxSpec, tier: str) -> tuple[str | None, list[Callable[[], None]]]:
+    """The sandbox's TMPDIR, and what removes it afterwards."""
+    if spec.tmp is not None:
+        real = os.path.realpath(spec.tmp)
+        if not os.path.isdir(real):
+            raise SandboxError(f"tmp directory does not exist: {spec.tmp}")
+        return real, []
+    if tier == "bubblewrap":
+        return "/tmp", []
+    if tier == "landlock":
+        path, cleanup = _private_tmp()
+        return path, [cleanup]
+    return None, []
+
+
+def _run_all(cleanups: list[Callable[[], None]]) -> Callable[[], None]:
+    if not cleanups:
+        return _noop
+
+    def run() -> None:
+        for cleanup in cleanups:
+            cleanup()
+
+    return run
 
 
 def _within(path: str, directory: str) -> bool:
@@ -304,12 +376,15 @@ def _protect_mounts(readonly: list[str], writable: list[str],
     return mounts
 
 
-def _warnings(tier: str, writable: list[str], hidden: list[str],
-              readonly: list[str] = ()) -> list[str]:
+def _warnings(tier: str, writable: list[str], hidden: list[str], group: str | None,
+              readonly: list[str]) -> list[str]:
     if tier == "rlimits":
         return ["sandbox: resource limits only; the script can read and write anything this "
                 "user can, and use the network"]
     out = []
+    if tier == "bubblewrap" and not bwrap_sizes_tmpfs():
+        out.append("sandbox: bwrap < 0.7 cannot size a tmpfs: temporary files are bounded by "
+                   "memory only")
     if not sandbox_seccomp.supported():
         out.append(f"sandbox: no seccomp filter for {os.uname().machine}: Unix sockets open")
     root = os.geteuid() == 0
@@ -317,9 +392,10 @@ def _warnings(tier: str, writable: list[str], hidden: list[str],
         if landlock_abi() < 6:
             out.append("sandbox: Landlock ABI < 6: the script can signal this user's processes "
                        "and reach abstract Unix sockets' names")
-        if root:
-            out.append("sandbox: running as root without a PID namespace: the process count "
-                       "is not limited (RLIMIT_NPROC does not apply to root)")
+        if root and group is None:
+            out.append("sandbox: running as root without a PID namespace or a writable pids "
+                       "cgroup: the process count is not limited (RLIMIT_NPROC does not apply "
+                       "to root)")
         inside = [p for p in (*hidden, *readonly) if any(_within(p, w) for w in writable)]
         if inside:
             out.append(f"sandbox: Landlock protects {inside} by keeping the directories that "
@@ -339,10 +415,14 @@ def _kernel() -> tuple[int, int]:
 
 
 def _bwrap_args(spec: SandboxSpec, writable: list[str], hidden: list[str],
-                exposed: list[str], protect: list[tuple[str, list[str]]] = ()) -> list[str]:
+                exposed: list[str], tmpdir: str | None,
+                protect: list[tuple[str, list[str]]]) -> list[str]:
     """bwrap options; mounts sorted by depth so that nested mounts land on top of outer ones
     (a hidden dir inside the project, a writable staging dir under /tmp or a hidden dir)."""
-    mounts: list[tuple[str, list[str]]] = [("/tmp", ["--tmpfs", "/tmp"])]
+    size = ["--size", str(spec.limits.tmp_bytes)] if bwrap_sizes_tmpfs() else []
+    mounts: list[tuple[str, list[str]]] = [("/tmp", [*size, "--tmpfs", "/tmp"])]
+    if tmpdir and tmpdir != "/tmp":
+        mounts.append((tmpdir, [*size, "--tmpfs", tmpdir]))
     mounts += [(w, ["--bind", w, w]) for w in writable]
     seal = []  # read-only once the mount points of nested writable dirs exist in them
     for h in hidden:

@@ -30,9 +30,9 @@ TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 def trajectory_line(record: dict[str, Any]) -> dict[str, Any]:
     """The ShareGPT line written for a finished task."""
     from talaria.agent.trajectories.export.common import ToolCatalog
-    from talaria.agent.trajectories.export.redact import redact
     from talaria.agent.trajectories.export.sharegpt import to_sharegpt
     from talaria.agent.trajectories.model import build
+    from talaria.tools.redact import redact
 
     traj = build(record["messages"], None, session_id=record["task_id"], model=record.get("model"))
     line = to_sharegpt(traj, _catalog(ToolCatalog), prompt_index=int(record.get("prompt_index") or 0))

@@ -151,7 +151,7 @@ def run_batch(
         run.meta["runs"] = [*run.previous_runs, this_run]
         run.write_checkpoint()
         default = effective["model"] or _configured_model()
-        models = {t.model or default for t in pending} - {None}
+        models = {m for t in pending if (m := t.model or default)}
         executor = executor or make_executor(
             effective["executor"], workers=max(1, min(options.workers, len(pending))),
             address=effective["address"], run_dir=run_dir, models=tuple(sorted(models)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+from typing import Any
 
 _warmed: set[str] = set()
 
@@ -42,7 +43,7 @@ def warm_sdk(name: str) -> None:
     _warmed.add(name)
 
 
-def _build(model: type) -> None:
+def _build(model: Any) -> None:
     """Build a response model's pydantic schema now: the SDKs defer it to the first chunk
     they parse (~80 ms), which would land inside the first model call's time."""
     model.model_rebuild(force=True)

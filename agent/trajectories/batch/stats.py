@@ -18,7 +18,7 @@ invocation, so a `--resume` adds to them instead of replacing the figures with i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -104,7 +104,7 @@ def merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "bookkeeping_ms_per_task": round(book / tasks, 3) if tasks else 0.0}
 
 
-def describe(values: list[float]) -> dict[str, float]:
+def describe(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"total": 0, "mean": 0, "p50": 0, "p95": 0, "max": 0}
     ordered = sorted(values)

@@ -120,5 +120,6 @@ def _task(data: Any, base: Path, where: str) -> Task:
     model = data.get("model")
     return Task(
         id=str(task_id), prompt=prompt, model=str(model) if model else None,
-        toolsets=tuple(toolsets) if toolsets is not None else None, **paths,
+        toolsets=tuple(toolsets) if toolsets is not None else None,
+        workspace=paths.get("workspace"), cwd=paths.get("cwd"),
     )

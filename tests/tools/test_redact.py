@@ -7,8 +7,8 @@ import json
 import pytest
 
 from talaria.agent.trajectories.export import FORMATS, ToolCatalog, export
-from talaria.agent.trajectories.export.redact import MARK, redact, redact_text
 from talaria.agent.trajectories.model import build
+from talaria.tools.redact import MARK, redact, redact_text
 
 SECRETS = [
     # (text holding a secret, the secret, what stays)
