@@ -51,7 +51,7 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -283,10 +283,12 @@ class Peer:
 
     def _on_response(self, msg: JsonObject) -> None:
         msg_id = msg.get("id")
-        waiting = self._waiting.get(msg_id) if wire.valid_id(msg_id) else None
+        # Our ids are ints; `true` is not 1.
+        ours = msg_id if isinstance(msg_id, int) and not isinstance(msg_id, bool) else None
+        waiting = self._waiting.get(ours) if ours is not None else None
         if waiting is None:
-            if wire.valid_id(msg_id) and msg_id in self._abandoned:  # e.g. a prompt after Ctrl-C
-                del self._abandoned[msg_id]
+            if ours is not None and ours in self._abandoned:  # e.g. a prompt after Ctrl-C
+                del self._abandoned[ours]
                 log.debug("late response to abandoned request id %r", msg_id)
             else:
                 log.warning("response to an unknown or expired request id %r", msg_id)
@@ -316,8 +318,8 @@ class Peer:
         elif problem is not None:
             error = RpcError.invalid_params(problem)
         if "id" not in msg and "method" in msg:  # a notification: never answered (JSON-RPC 2.0)
-            if error is None:
-                self._on_notification(method, params or {}, tg)
+            if error is None:  # then method is a string
+                self._on_notification(cast(str, method), params or {}, tg)
             else:
                 log.info("ignoring notification %.100r: %s", method, error.data)
         elif error is not None:
@@ -325,7 +327,8 @@ class Peer:
         else:
             # Registered now, not when the task starts: a $/cancel_request or EOF may come first.
             scope = self._in_flight[msg_id] = anyio.CancelScope()
-            self._spawn(tg, method, self._run_request, msg_id, method, params or {}, scope)
+            name = cast(str, method)  # checked above
+            self._spawn(tg, name, self._run_request, msg_id, name, params or {}, scope)
 
     def _on_notification(self, method: str, params: JsonObject, tg: anyio.abc.TaskGroup) -> None:
         if method == CANCEL_REQUEST:

@@ -50,18 +50,19 @@ def setup_logging(home: Path, level: str | int | None = None) -> Path | None:
         handler.close()
     stderr_level = STDERR_LEVEL if level is None else _level(level)
     file_level = min(FILE_LEVEL, stderr_level)
-    path: Path | None = Path(home) / "logs" / "talaria.log"
+    wanted = Path(home) / "logs" / "talaria.log"
+    path: Path | None = wanted
     handlers: list[logging.Handler] = []
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        wanted.parent.mkdir(parents=True, exist_ok=True)
         file_handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+            wanted, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
         )
         file_handler.setFormatter(logging.Formatter(FORMAT))
         file_handler.setLevel(file_level)
         handlers.append(file_handler)
     except OSError as exc:
-        print(f"talaria: warning: cannot write logs to {path}: {exc}; only warnings and errors "
+        print(f"talaria: warning: cannot write logs to {wanted}: {exc}; only warnings and errors "
               "are kept (on stderr)", file=sys.stderr)
         path = None
     stderr = logging.StreamHandler(sys.stderr)
