@@ -22,25 +22,46 @@ Exceptions:
 
 Any other exception in a handler is answered with -32603 and a one-line reason; the traceback
 goes to the log, never to the wire.
+
+Error codes. No line ends the server: each gets one answer, or none when it is a notification
+(a `method` without an `id`, even a malformed one: JSON-RPC never answers those).
+
+    -32700  Parse error          not JSON (also NaN, Infinity, invalid UTF-8, nesting the parser
+                                 cannot hold); id null
+    -32600  Invalid request      not a request object; an id that is not a string, an int64 or
+                                 null (floats, 1e999, booleans) is answered with id null
+    -32601  Method not found
+    -32602  Invalid params       `data` says which field; strings that cannot be encoded (lone
+                                 surrogates) and params nesting deeper than `wire.MAX_DEPTH`
+    -32603  Internal error       a bug: a one-line `data` reason, never a traceback or a path
+    -32800  Request cancelled    by `$/cancel_request`
+    -32000  Authentication required   (ACP) no credentials, or the model refused the key
+    -32002  Resource not found   (ACP) unknown session, missing cwd; `data` names it
+    -32050  Model error          (Talaria) `session/prompt` failed in the model after retries
+                                 and compaction: rate limited, overloaded, unreachable, out of
+                                 context, billing... The message names the endpoint and what to
+                                 do; `data` = {"cause", "provider", "model", "endpoint",
+                                 "retries", "status", "detail"} (see `providers.errors`)
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
-import os
-import sysconfig
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 
+from talaria.acp_server import wire
+from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
 from talaria.tools.errors import TalariaError
+
+__all__ = ["MODEL_ERROR", "ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout",
+           "RpcError", "error_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -53,64 +74,13 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest accepted line. A whole file travels in one `fs/read_text_file` reply."""
 READ_CHUNK_BYTES = 1024 * 1024
-MAX_ERROR_DATA_CHARS = 200
+CHECK_IN_THREAD_BYTES = 1024 * 1024
+"""Lines longer than this are checked for bad strings and deep nesting in a worker thread."""
 EOF_GRACE_SECONDS = 2.0
 """At EOF, handlers still running get this long to send their answers before being cancelled."""
 CANCEL_REQUEST = "$/cancel_request"
 MAX_ABANDONED = 1024
 """Ids of requests given up on (cancelled, timed out) whose late answers are expected."""
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: `code`, a one-sentence `message`, optional `data`."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} ({code})" + ("" if data is None else f": {data}"))
-        self.code, self.message, self.data = code, message, data
-
-    @classmethod
-    def parse_error(cls, reason: str | None = None) -> RpcError:
-        return cls(-32700, "Parse error", reason)
-
-    @classmethod
-    def invalid_request(cls, reason: str | None = None) -> RpcError:
-        return cls(-32600, "Invalid request", reason)
-
-    @classmethod
-    def method_not_found(cls, method: str) -> RpcError:
-        return cls(-32601, "Method not found", {"method": method})
-
-    @classmethod
-    def invalid_params(cls, reason: str | None = None) -> RpcError:
-        return cls(-32602, "Invalid params", reason)
-
-    @classmethod
-    def internal(cls, reason: str | None = None) -> RpcError:
-        return cls(-32603, "Internal error", reason)
-
-    @classmethod
-    def auth_required(cls, reason: str | None = None) -> RpcError:
-        return cls(-32000, "Authentication required", reason)
-
-    @classmethod
-    def resource_not_found(cls, what: str | None = None) -> RpcError:
-        return cls(-32002, "Resource not found", what)
-
-    @classmethod
-    def request_cancelled(cls) -> RpcError:
-        return cls(-32800, "Request cancelled")
-
-    @classmethod
-    def from_json(cls, error: Any) -> RpcError:
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-            return cls(-32603, "Malformed error response", error)
-        return cls(error["code"], str(error.get("message", "")), error.get("data"))
-
-    def to_json(self) -> JsonObject:
-        error: JsonObject = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 class PeerError(TalariaError):
@@ -233,7 +203,12 @@ class Peer:
         async with anyio.create_task_group() as tg:
             try:
                 while (line := await self._next_line()) is not None:
-                    await self._dispatch_line(line, tg)
+                    try:
+                        await self._dispatch_line(line, tg)
+                    except ConnectionClosed:
+                        log.info("cannot answer: the output is closed")
+                    except Exception:  # a bug here must cost one line, not the connection
+                        log.exception("could not handle an incoming line (%d bytes)", len(line))
                 self._end_input()
                 self._drained = anyio.Event()
                 with anyio.move_on_after(self._eof_grace):
@@ -285,25 +260,35 @@ class Peer:
         if not line.strip():
             return
         try:
-            msg = json.loads(line)
-        except ValueError as exc:  # also invalid UTF-8
-            await self._send_error(None, RpcError.parse_error(_first_line(str(exc))))
+            msg, suspect = wire.decode_line(line)
+        except ValueError as exc:
+            await self._send_error(None, RpcError.parse_error(str(exc)))
             return
         if isinstance(msg, list):
             await self._send_error(None, RpcError.invalid_request("batches are not supported"))
         elif not isinstance(msg, dict):
             await self._send_error(None, RpcError.invalid_request("a message must be an object"))
         elif "method" not in msg and ("result" in msg or "error" in msg):
+            if suspect:  # an answer cannot be refused: its unencodable strings are mended
+                msg = wire.repaired(msg)
             self._on_response(msg)
         else:
-            await self._on_call(msg, tg)
+            problem = await self._problem(msg.get("params"), len(line)) if suspect else None
+            await self._on_call(msg, problem, tg)
+
+    async def _problem(self, params: Any, size: int) -> str | None:
+        if size > CHECK_IN_THREAD_BYTES:  # pure Python: a thread lets the loop go on meanwhile
+            return await anyio.to_thread.run_sync(wire.problem, params, "params")
+        return wire.problem(params, "params")
 
     def _on_response(self, msg: JsonObject) -> None:
         msg_id = msg.get("id")
-        waiting = self._waiting.get(msg_id) if _valid_id(msg_id) else None
+        # Our ids are ints; `true` is not 1.
+        ours = msg_id if isinstance(msg_id, int) and not isinstance(msg_id, bool) else None
+        waiting = self._waiting.get(ours) if ours is not None else None
         if waiting is None:
-            if _valid_id(msg_id) and msg_id in self._abandoned:  # e.g. a prompt after Ctrl-C
-                del self._abandoned[msg_id]
+            if ours is not None and ours in self._abandoned:  # e.g. a prompt after Ctrl-C
+                del self._abandoned[ours]
                 log.debug("late response to abandoned request id %r", msg_id)
             else:
                 log.warning("response to an unknown or expired request id %r", msg_id)
@@ -312,33 +297,43 @@ class Peer:
         box.append(msg)
         done.set()
 
-    async def _on_call(self, msg: JsonObject, tg: anyio.abc.TaskGroup) -> None:
+    async def _on_call(
+        self, msg: JsonObject, problem: str | None, tg: anyio.abc.TaskGroup
+    ) -> None:
+        """A request or a notification; `problem` is what `wire.problem` found in its params."""
         msg_id, method, params = msg.get("id"), msg.get("method"), msg.get("params", {})
-        is_request = "id" in msg
         error = None
-        if not _valid_id(msg_id):
-            msg_id, error = None, RpcError.invalid_request("id must be a string, number or null")
+        if not wire.valid_id(msg_id):
+            msg_id, error = None, RpcError.invalid_request(
+                "id must be a string, an integer (64-bit) or null"
+            )
         elif msg.get("jsonrpc") != "2.0":
             error = RpcError.invalid_request('jsonrpc must be "2.0"')
         elif not isinstance(method, str):
             error = RpcError.invalid_request("method must be a string")
+        elif "id" in msg and method not in self._requests:
+            error = RpcError.method_not_found(method)
         elif params is not None and not isinstance(params, dict):
             error = RpcError.invalid_params("params must be an object")
-        if error is not None:
+        elif problem is not None:
+            error = RpcError.invalid_params(problem)
+        if "id" not in msg and "method" in msg:  # a notification: never answered (JSON-RPC 2.0)
+            if error is None:  # then method is a string
+                self._on_notification(cast(str, method), params or {}, tg)
+            else:
+                log.info("ignoring notification %.100r: %s", method, error.data)
+        elif error is not None:
             await self._send_error(msg_id, error)
-        elif not is_request:
-            self._on_notification(method, params or {}, tg)
-        elif method not in self._requests:
-            await self._send_error(msg_id, RpcError.method_not_found(method))
         else:
             # Registered now, not when the task starts: a $/cancel_request or EOF may come first.
             scope = self._in_flight[msg_id] = anyio.CancelScope()
-            self._spawn(tg, method, self._run_request, msg_id, method, params or {}, scope)
+            name = cast(str, method)  # checked above
+            self._spawn(tg, name, self._run_request, msg_id, name, params or {}, scope)
 
     def _on_notification(self, method: str, params: JsonObject, tg: anyio.abc.TaskGroup) -> None:
         if method == CANCEL_REQUEST:
             request_id = params.get("requestId")
-            if _valid_id(request_id) and (scope := self._in_flight.get(request_id)):
+            if wire.valid_id(request_id) and (scope := self._in_flight.get(request_id)):
                 scope.cancel()
         elif (handler := self._notifications.get(method)) is not None:
             self._spawn(tg, method, self._run_notification, method, handler, params)
@@ -366,7 +361,7 @@ class Peer:
     async def _run_request(
         self, msg_id: Any, method: str, params: JsonObject, scope: anyio.CancelScope
     ) -> None:
-        then = None
+        then: Callable[[], Awaitable[None]] | None = None
         try:
             with scope:
                 result = await self._requests[method](params)
@@ -374,16 +369,16 @@ class Peer:
                 raise RpcError.request_cancelled()
             if isinstance(result, Reply):
                 result, then = result.result, result.then
-            data = _encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            answer: JsonObject = {"result": result}
         except RpcError as exc:
-            data = _encode({"jsonrpc": "2.0", "id": msg_id, "error": exc.to_json()})
+            answer = {"error": exc.to_json()}
         except Exception as exc:
             log.exception("request %s failed", method)
-            error = RpcError.internal(error_reason(exc)).to_json()
-            data = _encode({"jsonrpc": "2.0", "id": msg_id, "error": error})
+            answer = {"error": RpcError.internal(error_reason(exc)).to_json()}
         finally:
             if self._in_flight.get(msg_id) is scope:
                 del self._in_flight[msg_id]
+        data = _answer(msg_id, method, answer)
         try:
             await self._write(data)
             if then is not None:
@@ -408,10 +403,10 @@ class Peer:
             await self.notify(CANCEL_REQUEST, {"requestId": request_id})
 
     async def _send_error(self, msg_id: Any, error: RpcError) -> None:
-        await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+        await self._write(_answer(msg_id, "", {"error": error.to_json()}))
 
     async def _send(self, msg: JsonObject) -> None:
-        await self._write(_encode(msg))
+        await self._write(wire.encode(msg))
 
     async def _write(self, data: bytes) -> None:
         async with self._write_lock:  # one whole line at a time, whatever the task
@@ -424,41 +419,12 @@ class Peer:
                 raise ConnectionClosed(f"cannot write: {exc!r}") from exc
 
 
-def _encode(msg: JsonObject) -> bytes:
-    # allow_nan=False: NaN is not JSON and a strict client would reject the whole line.
-    text = json.dumps(msg, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    # "replace": a lone surrogate (say, from an undecodable file name) must not kill the reply.
-    return (text + "\n").encode("utf-8", "replace")
-
-
-def _valid_id(value: Any) -> bool:
-    return value is None or (isinstance(value, int | float | str) and not isinstance(value, bool))
-
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0][:MAX_ERROR_DATA_CHARS] if lines else ""
-
-
-def _install_prefixes() -> list[str]:
-    # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages.
-    paths = {str(Path(__file__).resolve().parents[1])}
-    paths.update(
-        sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")
-    )
-    prefixes = {p.rstrip(os.sep) + os.sep for p in paths if p and len(p) > 1}
-    return sorted(prefixes, key=len, reverse=True)  # longest first: site-packages before stdlib
-
-
-_INSTALL_PREFIXES = _install_prefixes()
-
-
-def error_reason(exc: BaseException) -> str:
-    """`ClassName: first line of the message`, at most 200 chars, install paths stripped.
-
-    Goes to the editor's user in a -32603 `data`: the agent's own file layout is not theirs.
-    """
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for prefix in _INSTALL_PREFIXES:
-        text = text.replace(prefix, "")
-    return _first_line(text)
+def _answer(msg_id: Any, method: str, answer: JsonObject) -> bytes:
+    """The response line; a result or error that JSON cannot carry becomes a -32603 saying so."""
+    try:
+        return wire.encode({"jsonrpc": "2.0", "id": msg_id, **answer})
+    except (ValueError, TypeError) as exc:
+        log.error("the answer to %s cannot be sent as JSON: %s", method or "a request", exc)
+        reason = f"the answer cannot be encoded as JSON: {wire.first_line(str(exc))}"
+        error = RpcError.internal(reason).to_json()
+        return wire.encode({"jsonrpc": "2.0", "id": msg_id, "error": error})

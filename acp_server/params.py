@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from talaria.acp_server.jsonrpc import RpcError
+
+MAX_QUOTED_CHARS = 120
+"""Longest client value quoted back in an error message (the whole of it goes in `data`)."""
+
+
+def quoted(value: str) -> str:
+    """`value` as it appears in an error message: repr, cut to MAX_QUOTED_CHARS."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
 
 
 def param(params: dict[str, Any], name: str, kind: type = str) -> Any:
@@ -23,8 +33,16 @@ def cwd_param(params: dict[str, Any]) -> Path:
     cwd = Path(raw)
     if not cwd.is_absolute():
         raise RpcError.invalid_params("`cwd` must be an absolute path")
+    try:
+        cwd.stat()
+    except FileNotFoundError:
+        raise RpcError.resource_not_found(f"cwd {quoted(raw)} does not exist", cwd=raw) from None
+    except OSError as exc:  # permission denied on a parent, a loop of symlinks...
+        raise RpcError.invalid_params(f"cwd {quoted(raw)} cannot be used: {exc.strerror}") from None
     if not cwd.is_dir():
-        raise RpcError.resource_not_found(f"cwd does not exist: {cwd}")
+        raise RpcError.invalid_params(f"cwd {quoted(raw)} is not a directory")
+    if not os.access(cwd, os.R_OK | os.X_OK):
+        raise RpcError.invalid_params(f"cwd {quoted(raw)} cannot be read (permission denied)")
     return cwd
 
 

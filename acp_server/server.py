@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
-from talaria.acp_server.params import cwd_param, param, parse_cursor
+from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
+from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.updates import iso
 from talaria.acp_server.version import version
@@ -114,7 +114,8 @@ class AcpServer:
         session_id = param(params, "sessionId")
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError.resource_not_found(f"unknown session {session_id}")
+            raise RpcError.resource_not_found(f"no session {quoted(session_id)} is open",
+                                              sessionId=session_id)
         return session
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
@@ -175,7 +176,8 @@ class AcpServer:
             return self.sessions[session_id]
         record = self.store.get_session(session_id)
         if record is None:
-            raise RpcError.resource_not_found(f"unknown session {session_id}")
+            raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
+                                              sessionId=session_id)
         history = self.store.messages(session_id, include_archived=False)
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
@@ -257,10 +259,10 @@ class AcpServer:
     # -- prompts ----------------------------------------------------------------------------
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
-        from talaria.acp_server.content import check_size, typed_text, user_content
+        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
         from talaria.agent import commands
         from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
+        from talaria.agent.providers.errors import ProviderError
 
         session = self._session(params)
         if session.id in self.running:
@@ -272,6 +274,7 @@ class AcpServer:
             with scope:
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
+                await count_off_loop(content)
                 command = commands.parse(typed_text(params["prompt"]))
                 if command is not None:
                     return {"stopReason": await self._command(session, *command)}
@@ -279,10 +282,8 @@ class AcpServer:
                 return {"stopReason": "cancelled"}
             try:
                 reason = await run_turn(session, content)
-            except (AuthError, BillingError) as exc:
-                raise RpcError.auth_required(exc.user_message()) from None
             except ProviderError as exc:
-                raise RpcError.internal(exc.user_message()) from None
+                raise provider_rpc_error(exc) from None
             return {"stopReason": reason}
         finally:
             if self.running.get(session.id) is scope:
@@ -324,6 +325,16 @@ class AcpServer:
         return lambda: self._notify(session.id, update)
 
 
+def provider_rpc_error(exc: Any) -> RpcError:
+    """A failed model call (a ProviderError) as the answer to `session/prompt`: -32000 when the
+    key was refused (clients then offer their sign-in, which runs `talaria setup`), -32050 for
+    every other cause; the message names the endpoint and what to do, `data` classifies it."""
+    from talaria.agent.providers.errors import AuthError
+
+    code = -32000 if isinstance(exc, AuthError) else MODEL_ERROR
+    return RpcError(code, exc.user_message(), exc.to_data())
+
+
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
     peer = Peer(reader, writer)
     server = AcpServer(peer, config, sandbox)
@@ -343,10 +354,12 @@ def main() -> int:
     sandbox = SandboxProbe()
     try:
         config = load_config()
+        # Unless TALARIA_LOG_LEVEL asks for more, stderr gets warnings and errors only.
+        explicit = config.sources.get("log_level") not in (None, "default")
+        setup_logging(config.home, config.log_level if explicit else None)
     except ValueError as exc:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
-    setup_logging(config.home, config.log_level)
     procs.reap_orphans(config.home)  # what a crashed agent left running
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s

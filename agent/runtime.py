@@ -27,17 +27,19 @@ def open_store(config: Config) -> Store:
 
 
 def make_provider(config: Config, model: str | None = None) -> Provider:
-    """The configured model with retries and fallbacks. Raises AuthError without credentials."""
+    """The configured model with retries and fallbacks. Raises NotConfiguredError (an
+    AuthError) without a model or credentials."""
     from talaria.agent.providers.factory import create_retrying_provider
 
     chosen = model or config.model
     if not chosen:
-        from talaria.agent.providers.errors import AuthError
+        from talaria.agent.providers.errors import NotConfiguredError
 
-        raise AuthError(
-            "no model configured. Set TALARIA_MODEL (e.g. openai:gpt-4.1 with OPENAI_API_KEY, "
-            "or anthropic:claude-sonnet-4-5 with ANTHROPIC_API_KEY), put `model = \"...\"` in "
-            f"{config.home / 'config.toml'}, or run `talaria setup`"
+        # No local path: this line also reaches editors (ACP `data`).
+        raise NotConfiguredError(
+            "no model configured: set TALARIA_MODEL (e.g. openai:gpt-4.1 with OPENAI_API_KEY, "
+            "or anthropic:claude-sonnet-4-5 with ANTHROPIC_API_KEY), or `model = \"...\"` in "
+            "$TALARIA_HOME/config.toml, or run `talaria setup`"
         )
     return create_retrying_provider(
         chosen, list(config.fallback_models), providers=config.providers, env=config.provider_env()

@@ -195,6 +195,14 @@ async def run_over_acp(
         return await client.prompt(session_id, prompt), session_id
 
 
+def _error_line(view: TerminalView, text: str) -> None:
+    """`talaria: <text>` on stderr, after ending a partial line of the answer (not a blank line)."""
+    if not view.at_line_start:
+        view.out.write("\n")
+        view.out.flush()
+    print(f"talaria: {text}", file=sys.stderr)
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """Exit status: see `talaria.acp_server.cli.exits` (Ctrl-C is handled by `main`)."""
     from talaria.acp_server.jsonrpc import PeerError, RpcError
@@ -222,13 +230,15 @@ def run_cli(args: argparse.Namespace) -> int:
         reason, session_id, *_ = anyio.run(lambda: task(
             args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view, policy=policy))
     except ProviderError as exc:
-        print(f"\ntalaria: {exc.user_message()}", file=sys.stderr)
+        _error_line(view, exc.user_message())
         return exits.MODEL
     except RpcError as exc:  # the agent's answer: -32000 no credentials, -32602 a bad flag
-        print(f"\ntalaria: {exc.data or exc.message}", file=sys.stderr)
+        # A model error's message is the whole story (its data is for programs); a bare
+        # "Invalid params" needs its data.
+        _error_line(view, exc.data if isinstance(exc.data, str) else exc.message)
         return exits.USAGE if exc.code == -32602 else exits.MODEL
     except PeerError as exc:
-        print(f"\ntalaria: the agent stopped answering ({exc})", file=sys.stderr)
+        _error_line(view, f"the agent stopped answering ({exc})")
         return exits.NOT_DONE
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)

@@ -21,9 +21,18 @@ from talaria.agent.providers.base import (
     ToolDef,
     Usage,
 )
-from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.errors import (
+    ProviderError,
+    ServerError,
+    TimeoutError_,
+)
 from talaria.agent.providers.lazy import LoopBoundClient
-from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.retry import (
+    classify_error,
+    connection_error,
+    error_fields,
+    stall_guard,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows
@@ -66,8 +75,10 @@ class AnthropicProvider:
         self.thinking_budget = thinking_budget
         self.max_tokens = max_tokens
         self.stall_timeout = stall_timeout
+        self.endpoint = base_url or DEFAULT_BASE_URL
+        """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
-            "anthropic", "AsyncAnthropic", timeout=timeout, api_key=api_key,
+            "anthropic", "AsyncAnthropic", timeout=timeout, warm="messages", api_key=api_key,
             auth_token=None if api_key else auth_token, base_url=base_url or DEFAULT_BASE_URL,
         )
 
@@ -107,7 +118,8 @@ class AnthropicProvider:
             # The API requires max_tokens > budget_tokens.
             request["max_tokens"] = max(request["max_tokens"], budget + 1024)
         try:
-            stream = await self._client.messages.create(**request)
+            client = await self._clients.load()  # the SDK loads off the event loop
+            stream = await client.messages.create(**request)
         except Exception as exc:
             raise self._error(exc) from exc
         try:
@@ -175,10 +187,8 @@ class AnthropicProvider:
 
     def _error(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return TimeoutError_("request timed out", provider=self.name)
-        if isinstance(exc, sdk.APIConnectionError):
-            return TimeoutError_(f"connection failed: {exc.__cause__ or exc}", provider=self.name)
+        if isinstance(exc, sdk.APIConnectionError):  # timeouts included
+            return connection_error(exc, self.name)
         if isinstance(exc, _transport_errors()):
             # The SDK lets HTTP-client errors through once the stream has started.
             message = f"connection lost mid-stream: {type(exc).__name__}: {exc}"

@@ -24,9 +24,8 @@ import anyio
 
 from talaria.agent.providers.base import Provider
 from talaria.agent.providers.errors import (
-    AuthError,
-    BadRequestError,
     ModelNotFoundError,
+    NotConfiguredError,
     ProviderError,
 )
 from talaria.agent.providers.retry import RetryingProvider
@@ -67,7 +66,7 @@ def create_provider(
     env: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Provider:
-    """The provider for `model`; raises `AuthError` when its key is missing."""
+    """The provider for `model`; raises `NotConfiguredError` when its key is missing."""
     unknown = set(options) - set().union(*_OPTIONS.values())
     if unknown:
         raise TypeError(f"unknown provider options: {sorted(unknown)}")
@@ -77,8 +76,8 @@ def create_provider(
 
         return ReplayProvider(spec.model, name=spec.name)
     if spec.missing_key:
-        message = f"{spec.missing_key} is not set; export it or run `talaria setup`"
-        raise AuthError(message, provider=spec.name)
+        message = f"{spec.missing_key} is not set: export it, or run `talaria setup`"
+        raise NotConfiguredError(message, provider=spec.name)
     accepted = {k: v for k, v in options.items() if k in _OPTIONS[spec.kind]}
     if spec.kind == "anthropic":
         from talaria.agent.providers.anthropic import AnthropicProvider
@@ -189,8 +188,9 @@ def _resolve(model: str, providers: dict[str, dict] | None, env: Mapping[str, st
             provider=full,
         )
     if not table.get("base_url"):
-        raise BadRequestError(
-            f"provider {prefix!r} needs a base_url: set [providers.{prefix}] base_url in the config",
+        raise NotConfiguredError(
+            f"provider {prefix!r} needs a base_url: set base_url in [providers.{prefix}] of "
+            "$TALARIA_HOME/config.toml",
             provider=full,
         )
     key_env = table.get("api_key_env")

@@ -1,7 +1,8 @@
 """SDK clients built on first use, one per event loop.
 
 Building the client imports its SDK (0.3-1 s), which an editor should not wait for on
-`initialize` or `session/new`; it is paid on the first model call instead. An SDK client's
+`initialize` or `session/new`; it is paid on the first model call instead, in a worker thread
+(`load()`): on the event loop it held up every other request of the editor for that long. An SDK client's
 pooled connections belong to the event loop that opened them, and reusing them from another
 loop (a script calling `anyio.run` twice) fails with "Event loop is closed" or a reset
 connection, so a new loop gets a new client.
@@ -13,6 +14,8 @@ import asyncio
 import importlib
 from typing import Any
 
+import anyio
+
 CONNECT_TIMEOUT = 10.0
 """Seconds to reach the host: unreachable hosts fail fast, slow generations still get `timeout`."""
 
@@ -21,9 +24,14 @@ class LoopBoundClient:
     """`sdk.client_class(**options)` with the settings every provider shares: no SDK retries
     (RetryingProvider owns retrying) and a short connect timeout."""
 
-    def __init__(self, sdk: str, client_class: str, *, timeout: float, **options: Any) -> None:
+    def __init__(
+        self, sdk: str, client_class: str, *, timeout: float, warm: str = "", **options: Any
+    ) -> None:
         self._sdk_name = sdk
         self._class = client_class
+        self._warm = warm
+        """Attribute path built with the client (`chat.completions`): the SDKs import their
+        resource modules on first access, 50 ms more that would otherwise land on the loop."""
         self._timeout = timeout
         self._options = options
         self._client: Any = None
@@ -34,10 +42,26 @@ class LoopBoundClient:
         return importlib.import_module(self._sdk_name)
 
     def get(self) -> Any:
+        """The client for the running loop, built here if needed (see `load`)."""
         loop = asyncio.get_running_loop()
         if self._client is None or loop is not self._loop:
-            sdk = self.sdk
-            timeout = sdk.Timeout(self._timeout, connect=min(self._timeout, CONNECT_TIMEOUT))
-            self._client = getattr(sdk, self._class)(max_retries=0, timeout=timeout, **self._options)
-            self._loop = loop
+            self._client, self._loop = self._build(), loop
         return self._client
+
+    async def load(self) -> Any:
+        """The client for the running loop, its SDK imported and the client built (SSL
+        context included) in a worker thread, so that the event loop keeps serving."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or loop is not self._loop:
+            client = await anyio.to_thread.run_sync(self._build)
+            self._client, self._loop = client, loop
+        return self._client
+
+    def _build(self) -> Any:
+        sdk = self.sdk
+        timeout = sdk.Timeout(self._timeout, connect=min(self._timeout, CONNECT_TIMEOUT))
+        client = getattr(sdk, self._class)(max_retries=0, timeout=timeout, **self._options)
+        target = client
+        for name in filter(None, self._warm.split(".")):
+            target = getattr(target, name)
+        return client

@@ -20,9 +20,18 @@ from talaria.agent.providers.base import (
     ToolDef,
     Usage,
 )
-from talaria.agent.providers.errors import ProviderError, ServerError, TimeoutError_
+from talaria.agent.providers.errors import (
+    ProviderError,
+    ServerError,
+    TimeoutError_,
+)
 from talaria.agent.providers.lazy import LoopBoundClient
-from talaria.agent.providers.retry import classify_error, error_fields, stall_guard
+from talaria.agent.providers.retry import (
+    classify_error,
+    connection_error,
+    error_fields,
+    stall_guard,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {
@@ -53,8 +62,10 @@ class OpenAIProvider:
         self.name = name or f"openai:{model}"
         self.compat = compat
         self.stall_timeout = stall_timeout
+        self.endpoint = base_url or DEFAULT_BASE_URL
+        """Where requests go: named in errors, so the user knows which server failed."""
         self._clients = LoopBoundClient(
-            "openai", "AsyncOpenAI", timeout=timeout, api_key=api_key,
+            "openai", "AsyncOpenAI", timeout=timeout, warm="chat.completions", api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
         )
 
@@ -83,7 +94,8 @@ class OpenAIProvider:
         if reasoning_effort:
             request["reasoning_effort"] = reasoning_effort
         try:
-            stream = await self._client.chat.completions.create(**request)
+            client = await self._clients.load()  # the SDK loads off the event loop
+            stream = await client.chat.completions.create(**request)
         except Exception as exc:
             raise self._error(exc) from exc
         try:
@@ -166,10 +178,8 @@ class OpenAIProvider:
 
     def _error(self, exc: Exception) -> ProviderError:
         sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return TimeoutError_("request timed out", provider=self.name)
-        if isinstance(exc, sdk.APIConnectionError):
-            return TimeoutError_(f"connection failed: {exc.__cause__ or exc}", provider=self.name)
+        if isinstance(exc, sdk.APIConnectionError):  # timeouts included
+            return connection_error(exc, self.name)
         if isinstance(exc, sdk.APIStatusError):
             message, code, type_ = error_fields(exc.body)
             return classify_error(

@@ -31,6 +31,7 @@ from talaria.agent.providers.errors import (
     RateLimitError,
     ServerError,
     TimeoutError_,
+    UnreachableError,
 )
 
 _BILLING = re.compile(
@@ -115,6 +116,19 @@ async def stall_guard(
             message = f"stream stalled: no data for {seconds:g} s"
             raise TimeoutError_(message, provider=provider) from None
         yield chunk
+
+
+def connection_error(exc: BaseException, provider: str) -> ProviderError:
+    """An SDK connection error (timeouts included): `UnreachableError` when no connection was
+    made (refused, DNS, TLS, connect timeout), else the connection broke or stalled."""
+    cause = exc.__cause__ or exc
+    # By class name: httpx (the SDKs' HTTP client) may be swapped or absent in a test double.
+    kinds = {cls.__name__ for cls in type(cause).__mro__}
+    if kinds & {"ConnectError", "ConnectTimeout"}:
+        return UnreachableError(str(cause) or type(cause).__name__, provider=provider)
+    if "TimeoutException" in kinds or "timed out" in str(exc).lower():
+        return TimeoutError_("request timed out", provider=provider)
+    return TimeoutError_(f"connection failed: {cause}", provider=provider)
 
 
 def classify_error(
@@ -225,16 +239,18 @@ class RetryingProvider:
                     return
                 except ProviderError as exc:
                     error = exc
+                error.retries = retries
+                error.endpoint = error.endpoint or getattr(provider, "endpoint", None)
                 if not error.retryable or retries >= self.max_retries:
                     break
                 retries += 1
                 attempt += 1
                 delay = self.delay_for(retries, error)
-                yield Retrying(attempt, delay, error.user_message(), provider.name)
+                yield Retrying(attempt, delay, error.short_message(), provider.name)
                 await self._sleep(delay)
             can_fall_back = error.retryable or isinstance(error, _FALLBACK_ON)
             if not can_fall_back or self._active + 1 >= len(self.providers):
                 raise error
             self._active += 1
             attempt += 1
-            yield Retrying(attempt, 0.0, error.user_message(), self.name)
+            yield Retrying(attempt, 0.0, error.short_message(), self.name)

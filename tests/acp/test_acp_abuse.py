@@ -156,9 +156,9 @@ def test_provider_errors_are_clean_rpc_errors(tmp_path: Path, fake_llm) -> None:
         bad = ed.response(ed.send_prompt(sid, "two"))["error"]
         assert ed.prompt(sid, "three") == {"stopReason": "end_turn"}  # the session survives
     assert_clean_reason(auth, -32000)
-    assert "authentication failed" in auth["data"]
-    assert_clean_reason(bad, -32603)
-    assert "bad tool schema" in bad["data"]
+    assert "authentication failed" in auth["message"] and auth["data"]["cause"] == "auth"
+    assert_clean_reason(bad, -32050)  # a model error, not an internal one
+    assert "bad tool schema" in bad["message"] and bad["data"]["cause"] == "bad_request"
 
 
 def test_piped_requests_then_eof_get_their_answers(tmp_path: Path, fake_llm) -> None:
@@ -172,8 +172,7 @@ def test_piped_requests_then_eof_get_their_answers(tmp_path: Path, fake_llm) -> 
                           env=server_env(tmp_path / "home", fake_llm))
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0
-    # Requests run concurrently: JSON-RPC does not order answers (initialize may wait for
-    # the sandbox probe while session/new is already done).
+    # Requests run concurrently: initialize (which probes the sandbox) may answer second.
     assert sorted(a.get("id") for a in answers if "id" in a) == [1, 2]
     assert all("result" in a for a in answers if "id" in a)
 

@@ -212,7 +212,7 @@ def test_named_endpoints(fake_llm):
     ollama = create_provider("ollama:llama3", env={})
     assert ollama.name == "ollama:llama3" and ollama.compat
     assert not has_credentials("vllm:qwen", env={})  # needs a base_url
-    with pytest.raises(errors.BadRequestError, match="base_url"):
+    with pytest.raises(errors.NotConfiguredError, match="base_url"):
         create_provider("vllm:qwen", env={})
     with pytest.raises(errors.ModelNotFoundError, match="unknown provider"):
         create_provider("nope:model", env={})
