@@ -71,6 +71,7 @@ class Editor(ClientSide):
         self, tmp: Path, llm: Any = None, *, project: Path | None = None, home: Path | None = None,
         permission: Permission = "allow_once", answer_cancelled: bool = True,
         credentials: bool = True, env: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.llm = llm
@@ -81,6 +82,7 @@ class Editor(ClientSide):
         self.answer_cancelled = answer_cancelled
         self.credentials = credentials
         self.extra_env = env or {}
+        self.command = command or SERVER_CMD
         if llm is not None and llm.default_turn is None:
             llm.default_turn = {"text": "Done."}  # an exhausted script must not 500 into retries
         self.recorder = Recorder()
@@ -110,7 +112,7 @@ class Editor(ClientSide):
     def start(self) -> Editor:
         env = server_env(self.home, self.llm, credentials=self.credentials, **self.extra_env)
         self.proc = subprocess.Popen(
-            SERVER_CMD, cwd=self.project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.command, cwd=self.project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, bufsize=0,
         )
         self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
