@@ -14,6 +14,8 @@ from talaria.tools.execute_code.env import ExecSettings
 
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
+    from talaria.tools.memory_store import MemoryState
+    from talaria.tools.skills.state import SkillsState
 
 
 @dataclass(slots=True)
@@ -27,6 +29,10 @@ class ToolState:
     sessions (so at most `max_kernels` run in all). None: the session makes its own."""
     kernel: SessionKernel | None = None
     """This session's place in `kernels`, made at its first script."""
+    skills: SkillsState | None = None
+    """Skills of this session (store, what it has viewed, what it changed); None: no skills."""
+    memory: MemoryState | None = None
+    """The memory files this session writes; None: no memory tool."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 
