@@ -4,7 +4,8 @@ disclosure), within a budget.
 Listing every skill's full text makes weak models stop loading skills (a Hermes complaint).
 The list is `- name: description` lines within `budget_chars(window)` — `PROMPT_SHARE` of the
 context window (at 4 characters a token), at most `PROMPT_CHARS_MAX` — and `PROMPT_TOKENS_MAX`
-tokens (cl100k). Past the budget, descriptions are shortened step by step (`SHORTEN_STEPS`);
+tokens (cl100k). Past the budget, descriptions are shortened to the longest width that fits (not below
+`MIN_DESCRIPTION`, else names only);
 when names alone do not fit, the list is cut and says how many were left out and to call
 `skills_list`.
 """
@@ -19,8 +20,8 @@ PROMPT_CHARS_MAX = 8_000
 PROMPT_TOKENS_MAX = 1_400
 """Tokens of the list (100 installed skills must cost at most 1,500 with the guidance)."""
 CHARS_PER_TOKEN = 4
-SHORTEN_STEPS = (None, 160, 100, 60, 32, 0)
-"""Description lengths tried in turn (None: whole; 0: names only)."""
+MIN_DESCRIPTION = 24
+"""Shorter descriptions than this say nothing: then names only."""
 
 GUIDANCE = """\
 # Skills
@@ -45,10 +46,24 @@ def skills_section(skills: list[Skill], context_window: int) -> str:
 def fit(skills: list[Skill], budget: int, token_cap: int = PROMPT_TOKENS_MAX) -> str:
     """`- name: description` lines within `budget` characters and `token_cap` tokens."""
     ordered = sorted(skills, key=lambda s: s.name)
-    for width in SHORTEN_STEPS:
+
+    def render(width: int | None) -> str | None:
         text = "\n".join(_line(s, width) for s in ordered)
-        if len(text) <= budget and tokens.count(text) <= token_cap:
-            return text
+        return text if len(text) <= budget and tokens.count(text) <= token_cap else None
+
+    if (whole := render(None)) is not None:
+        return whole
+    # The longest description width that fits, by bisection (each try counts tokens once).
+    low, high = MIN_DESCRIPTION, max(len(s.description) for s in ordered)
+    best = None
+    while low <= high:
+        middle = (low + high) // 2
+        if (text := render(middle)) is not None:
+            best, low = text, middle + 1
+        else:
+            high = middle - 1
+    if best is not None or (best := render(0)) is not None:
+        return best
     lines: list[str] = []
     used = used_tokens = 0
     for skill in ordered:

@@ -143,7 +143,8 @@ def _save(state: SkillsState, skill: Skill, relative: str, text: str, action: st
         _guard(text)
         # Provenance and pins are the store's, not the writer's: an edit cannot forge them.
         kept = {k: v for k, v in skill.metadata.items() if k in PROTECTED}
-        meta["metadata"] = {**_meta(meta), **kept, **_updated(state, session_id)}
+        fresh = {k: v for k, v in _meta(meta).items() if k not in PROTECTED}
+        meta["metadata"] = {**fresh, **kept, **_updated(state, session_id)}
         (skill.path / "SKILL.md").write_text(render(meta, body), encoding="utf-8")
     else:
         _size(text, SUPPORT_FILE_MAX, relative)
