@@ -26,7 +26,8 @@ def memory_store(config: Config) -> MemoryStore:
 def attach(session: Session, config: Config, *, actor: str = "agent") -> None:
     """Set the session's skills and memory state (tools find them in `tool_state`)."""
     state = session.tool_state
-    state.skills = SkillsState(skill_store(config, session.cwd), actor=actor)
+    state.skills = SkillsState(skill_store(config, session.cwd), actor=actor,
+                               review=config.self_improvement)
     state.memory = MemoryState(memory_store(config))
 
 

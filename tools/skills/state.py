@@ -21,6 +21,17 @@ class SkillsState:
     """Successful skill_manage calls in this session."""
     on_change: Callable[[], None] | None = None
     """Called after every change (refreshes the editor's slash commands)."""
+    # The background review's bookkeeping (agent.skills.review), per session:
+    review: bool = False
+    """Whether the background review runs after turns (config, then the session's option)."""
+    tool_calls_since_write: int = 0
+    """Tool calls since the last skill write: the skill review's counter."""
+    turns_since_memory: int = 0
+    """User turns since the last memory write: the memory review's counter."""
+    seen_writes: tuple[int, int] = (0, 0)
+    """(skill writes, memory writes) when the counters were last brought up to date."""
+    reviewing: bool = False
+    """A review of this session is running (one at a time)."""
 
     def changed(self, text: str) -> None:
         self.changes.append(text)
