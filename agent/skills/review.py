@@ -10,7 +10,8 @@ transcript in a session of its own: same model by default; with `review_model`, 
 and a compact digest instead of the full replay.
 
 Its tools are `REVIEW_TOOLS`, enforced at dispatch (`Session.allowed_tools`): any other call
-is refused and logged. It never asks the user anything, is bounded by `REVIEW_MAX_CALLS` model
+is refused and logged. It waits until no turn of its session is running (the user's turns
+come first), never asks the user anything, is bounded by `REVIEW_MAX_CALLS` model
 calls and `REVIEW_TIMEOUT_S`, is cancelled when its session closes, and its errors are logged,
 never shown as turn failures. What it did reaches the user as notices ("Saved skill `x`"), and
 its messages are recorded in the session's transcript as a `review` event row.
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 REVIEW_TOOLS = ("skills_list", "skill_view", "skill_manage", "memory", "read_file", "search_files")
 REVIEW_MAX_CALLS = 8
 REVIEW_TIMEOUT_S = 180.0
+IDLE_POLL_S = 0.05
+"""The review starts once no turn of its session is running, checked this often: the user's
+turns come first (a user who answers at once is not slowed by a review on the same loop)."""
 DIGEST_CHARS = 12_000
 """Characters of the digest a separate review model gets instead of the full replay."""
 DIGEST_ITEM_CHARS = 400
@@ -106,6 +110,8 @@ async def run_review(session: Session, config: Config, snapshot: list[Message], 
     session.tool_state.cleanups["review"] = scope.cancel  # closing the session stops it
     try:
         with scope, anyio.move_on_after(REVIEW_TIMEOUT_S):
+            while session.cancel_scope is not None:  # a turn is running: it goes first
+                await anyio.sleep(IDLE_POLL_S)
             fork, start = _fork(session, config, snapshot)
             from talaria.agent.loop import run_turn
 

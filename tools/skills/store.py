@@ -67,7 +67,8 @@ class SkillStore:
                                  writable=source == "user" or self.project_writes)
                 except (SkillFormatError, OSError, UnicodeDecodeError) as exc:
                     self.problems.append(f"{folder}: {exc}")
-                    log.warning("skill %s not loaded: %s", folder, exc)
+                    # Reported by /skills and `talaria skills list`; every scan would repeat it.
+                    log.info("skill %s not loaded: %s", folder, exc)
                     continue
                 if (hidden := found.get(skill.name)) is not None:
                     skill.shadows = [*hidden.shadows, str(hidden.path)]

@@ -55,3 +55,8 @@ def test_render_round_trips() -> None:
     assert again == meta
     assert list(again)[:2] == ["name", "description"]
     assert body == "# B\ntext\n"
+
+
+def test_a_colon_in_a_plain_description_is_forgiven() -> None:
+    meta, _ = parse("---\nname: ok\ndescription: Use when: the build fails\n---\nbody", "ok")
+    assert meta["description"] == "Use when: the build fails"
