@@ -1,9 +1,10 @@
 """The ACP side of self-improvement: skills in `available_commands_update` (sent again when
 they change), `/NAME` prompts, and the background review run after the prompt's answer.
 
-`finish_prompt` answers `session/prompt`: when a review is due it returns a `Reply` whose
-`then` runs the review once the answer is on the wire, so the turn never waits for it; the
-editor's next prompt runs beside it (the review works on its own snapshot).
+`finish_prompt` answers `session/prompt` with a `Reply` whose `then` runs once the answer is on
+the wire: the commands update (scanning the skills costs the answer nothing) and, when one is
+due, the review, so the turn never waits for it; the editor's next prompt runs beside it (the
+review works on its own snapshot and waits for the turn to end).
 """
 
 from __future__ import annotations
@@ -47,18 +48,18 @@ async def send_commands(server: AcpServer, session: Session, *, force: bool = Fa
         await server.peer.notify("session/update", {"sessionId": session.id, "update": update})
 
 
-async def finish_prompt(server: AcpServer, session: Session, reason: str) -> dict[str, Any] | Reply:
-    """The answer to `session/prompt`, with the background review to run after it if due."""
+async def finish_prompt(server: AcpServer, session: Session, reason: str) -> Reply:
+    """The answer to `session/prompt`; once it is on the wire, the commands update (when the turn
+    changed the skills) and the background review, if one is due."""
     from talaria.agent.skills.review import after_turn
 
-    await send_commands(server, session)  # the turn may have saved a skill
     review = after_turn(session, server.config)
-    if review is None:
-        return {"stopReason": reason}
 
     async def then() -> None:
-        await review()
-        if session.id in server.sessions:
-            await send_commands(server, session)
+        await send_commands(server, session)  # the turn may have saved a skill
+        if review is not None:
+            await review()
+            if session.id in server.sessions:
+                await send_commands(server, session)
 
     return Reply({"stopReason": reason}, then=then)

@@ -15,6 +15,8 @@ from talaria.tools.skills.store import versions
 
 COMMAND_DESCRIPTION_MAX = 100
 """Characters of a skill's description shown in the editor's command menu."""
+INVOKED_MAX = 30_000
+"""Characters of a SKILL.md put into a turn by `/NAME`."""
 INVOKED = """\
 The user invoked the skill `{name}`. Follow its instructions (its files: skill_view with \
 file_path).
@@ -54,6 +56,8 @@ def expand(session: Session, typed: str, content: list[dict[str, Any]]) -> list[
     if skill is None:
         return None
     text = (skill.path / "SKILL.md").read_text(encoding="utf-8")
+    if len(text) > INVOKED_MAX:  # a hand-written giant: the rest stays one skill_view away
+        text = text[:INVOKED_MAX] + f"\n… ({len(text) - INVOKED_MAX:,} more characters: skill_view)"
     state.store.record(name, use=True)
     state.viewed[name] = max(versions(skill.path), default=0)  # it is read: patches may follow
     loaded = {"type": "text", "text": INVOKED.format(name=name, path=skill.path, text=text)}

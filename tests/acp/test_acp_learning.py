@@ -70,3 +70,21 @@ def test_a_saved_skill_is_announced_offered_as_a_command_and_loads(tmp_path: Pat
             assert "Pin the seed." in sent and "on tests/test_a.py" in sent
             assert ed.prompt(sid, "/skills")["stopReason"] == "end_turn"
             assert "/fix-flaky-pytest — Fix flaky pytest tests by pinning seeds (user; used 1×)" in texts(ed, sid)
+
+
+def test_a_huge_hand_written_skill_is_cut_when_invoked(tmp_path: Path) -> None:
+    from talaria.agent.skills.commands import INVOKED_MAX
+
+    folder = tmp_path / "home/skills/giant"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_md("giant", "A very long skill", "x" * (INVOKED_MAX * 2)))
+    with FakeLLM() as llm, Editor(tmp_path, llm) as ed:
+        ed.initialize()
+        sid = ed.new_session()
+        commands = ed.wait_for(lambda: ed.updates(sid, "available_commands_update"), what="commands")
+        assert "giant" in {c["name"] for c in commands[0]["availableCommands"]}
+        assert ed.prompt(sid, "/giant")["stopReason"] == "end_turn"
+        sent = llm.requests[-1]["json"]["messages"][-1]["content"]
+        loaded = sent if isinstance(sent, str) else " ".join(p.get("text", "") for p in sent)
+        assert INVOKED_MAX < len(loaded) < INVOKED_MAX + 1_000 and "more characters: skill_view" in loaded
+        assert "Apply the skill `giant` here." in loaded

@@ -3,6 +3,7 @@ fork's whitelist at dispatch, provenance, notices, failures that stay quiet."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,20 @@ def test_digest_for_another_model_is_bounded() -> None:
     out = digest(messages)
     assert out[0]["content"] == "sys" and len(out[1]["content"]) < 2_000
     assert "tool call terminal" in out[1]["content"] and out[-1]["role"] == "assistant"
+
+
+def test_review_model_gets_a_digest_not_the_replay(fake_llm: FakeLLM, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm.anthropic_base_url)
+    session = make_session(fake_llm, tmp_path)
+    config = config_of(session, skill_review_interval=1, review_model="anthropic:claude-review")
+    fake_llm.script(work(1) + [{"text": "Nothing to save."}])
+    review = turn(session, config)
+    anyio.run(review)
+    request = fake_llm.requests[2]
+    assert request["path"].endswith("/messages") and request["json"]["model"] == "claude-review"
+    sent = json.dumps(request["json"]["messages"])
+    assert "Digest of the conversation so far" in sent and "tool call todo" in sent
+    assert "tool_use" not in sent  # no replayed tool calls: a digest
+    assert {t["name"] for t in request["json"]["tools"]} == set(REVIEW_TOOLS)
