@@ -30,7 +30,9 @@ import anyio
 from talaria.agent.config import Config
 from talaria.agent.door import LocalDoor
 from talaria.agent.events import Notice
+from talaria.agent.loop import run_turn
 from talaria.agent.providers.base import Message
+from talaria.agent.runtime import make_provider, new_session
 from talaria.agent.session import Session
 
 log = logging.getLogger(__name__)
@@ -113,8 +115,6 @@ async def run_review(session: Session, config: Config, snapshot: list[Message], 
             while session.cancel_scope is not None:  # a turn is running: it goes first
                 await anyio.sleep(IDLE_POLL_S)
             fork, start = _fork(session, config, snapshot)
-            from talaria.agent.loop import run_turn
-
             asks = "\n".join(a for a, on in ((SKILL_ASK, skill), (MEMORY_ASK, memory)) if on)
             await run_turn(fork, REVIEW_PROMPT.format(asks=asks))
     except Exception:  # the user's turn is done and fine: a failed review is only logged
@@ -128,16 +128,17 @@ async def run_review(session: Session, config: Config, snapshot: list[Message], 
         _record(session, fork, start, changes)
         if changes and session.tool_state.skills and session.tool_state.skills.on_change:
             session.tool_state.skills.on_change()
-        for text in changes:
-            await session.door.emit(Notice(text))
+        try:
+            for text in changes:
+                await session.door.emit(Notice(text))
+        except Exception:  # the editor went away: what was saved stays saved
+            log.info("could not tell the user what the review of %s saved", session.id)
     return changes
 
 
 def _fork(session: Session, config: Config, snapshot: list[Message]) -> tuple[Session, int]:
     """A session of its own for the review (whitelisted tools, no questions, no store), and
     where its own messages will start."""
-    from talaria.agent.runtime import make_provider, new_session
-
     door = LocalDoor(session.workspace)  # events dropped, questions refused
     if config.review_model:
         provider, history = make_provider(config, config.review_model), digest(snapshot)
