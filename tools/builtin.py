@@ -6,6 +6,7 @@ from talaria.tools.registry import REGISTRY, Registry
 
 CORE_TOOLS = (
     "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
+    "session_search",
 )
 LEARNING_TOOLS = ("skills_list", "skill_view", "skill_manage", "memory")
 """Skills and memory: what makes the agent better at a user's work over time."""
@@ -20,6 +21,7 @@ def load_builtin_tools() -> Registry:
         patch,
         read_file,
         search_files,
+        session_search,
         terminal,
         todo,
         write_file,
