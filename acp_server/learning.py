@@ -56,7 +56,9 @@ async def finish_prompt(server: AcpServer, session: Session, reason: str) -> Rep
     review = after_turn(session, server.config)
 
     async def then() -> None:
-        await send_commands(server, session)  # the turn may have saved a skill
+        # The turn may have saved a skill; a closed session gets no more updates.
+        if session.id in server.sessions:
+            await send_commands(server, session)
         if review is not None:
             await review()
             if session.id in server.sessions:

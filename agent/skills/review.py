@@ -129,7 +129,8 @@ async def run_review(session: Session, config: Config, snapshot: list[Message], 
         if changes and session.tool_state.skills and session.tool_state.skills.on_change:
             session.tool_state.skills.on_change()
         try:
-            for text in changes:
+            # Closed while it ran: what was saved stays saved, but a closed session hears nothing.
+            for text in changes if not scope.cancel_called else ():
                 await session.door.emit(Notice(text))
         except Exception:  # the editor went away: what was saved stays saved
             log.info("could not tell the user what the review of %s saved", session.id)
