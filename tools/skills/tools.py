@@ -46,7 +46,7 @@ async def skills_list(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         {"name": s.name, "description": s.description, "category": s.category, "source": s.source}
         | ({"shadows": s.shadows} if s.shadows else {})
         for s in sorted(skills, key=lambda s: s.name)
-    ], "count": len(skills)}
+    ], "count": len(skills)} | ({"not_loaded": state.store.problems} if state.store.problems else {})
 
 
 @tool(

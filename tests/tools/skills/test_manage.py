@@ -232,7 +232,8 @@ def test_a_broken_skill_is_reported_not_hidden(tmp_path: Path) -> None:
     bad = tmp_path / "skills/broken"
     bad.mkdir(parents=True)
     (bad / "SKILL.md").write_text("no frontmatter")
-    assert call(st, tools.skills_list)["count"] == 0
+    listed = call(st, tools.skills_list)
+    assert listed["count"] == 0 and "must start with YAML frontmatter" in listed["not_loaded"][0]
     assert st.store.problems and "broken" in st.store.problems[0]
 
 
