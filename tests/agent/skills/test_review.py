@@ -109,6 +109,13 @@ def test_review_saves_a_skill_with_provenance_notice_and_record(fake_llm: FakeLL
     (event,) = [r for r in rows if r.get("type") == "review"]
     assert event["changes"] == notices and event["messages"][0]["role"] == "user"
     assert all(m.get("type") != "review" for m in store.context(session.id))
+    from talaria.agent.trajectories.load import load_trajectory
+
+    trajectory = load_trajectory(store, session.id)
+    (marked,) = trajectory.reviews
+    assert marked["changes"] == notices and marked["at"] == len(trajectory.messages)
+    assert [m["role"] for m in marked["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert trajectory.api_calls == 2  # the user's turn; the review's calls are marked apart
     assert not session.tool_state.skills.reviewing and "review" not in session.tool_state.cleanups
 
 
