@@ -39,6 +39,8 @@ class AcpServer:
         self.sandbox = sandbox or SandboxProbe()
         self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
+        self.sent_commands: dict[str, dict[str, Any]] = {}
+        """Session id -> the last `available_commands_update` sent (skills change it)."""
         self.running: dict[str, anyio.CancelScope] = {}
         """Session id -> the scope of its running `session/prompt` (see `cancel`)."""
         self._store: Store | None = None
@@ -208,8 +210,9 @@ class AcpServer:
     async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
         await self.cancel({"sessionId": session.id})
-        session.close()  # stops its execute_code kernel
+        session.close()  # stops its execute_code kernel (and a background review)
         self.sessions.pop(session.id, None)
+        self.sent_commands.pop(session.id, None)
         return {}
 
     # -- modes and config options ---------------------------------------------------------
@@ -260,11 +263,13 @@ class AcpServer:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def prompt(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
         from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
+        from talaria.acp_server.learning import finish_prompt
         from talaria.agent import commands
         from talaria.agent.loop import run_turn
         from talaria.agent.providers.errors import ProviderError
+        from talaria.agent.skills.commands import expand
 
         session = self._session(params)
         if session.id in self.running:
@@ -280,13 +285,14 @@ class AcpServer:
                 command = commands.parse(typed_text(params["prompt"]))
                 if command is not None:
                     return {"stopReason": await self._command(session, *command)}
+                content = expand(session, typed_text(params["prompt"]), content) or content
             if scope.cancel_called:
                 return {"stopReason": "cancelled"}
             try:
                 reason = await run_turn(session, content)
             except ProviderError as exc:
                 raise provider_rpc_error(exc) from None
-            return {"stopReason": reason}
+            return await finish_prompt(self, session, reason)
         finally:
             if self.running.get(session.id) is scope:
                 del self.running[session.id]
@@ -318,16 +324,10 @@ class AcpServer:
     def _after_session(self, session: Session) -> Callable[[], Awaitable[None]]:
         """Right after the new/load/resume response: `available_commands_update`, then the
         model's SDK loads in a worker thread, so the first prompt does not wait for it."""
-        from talaria.agent.commands import COMMANDS
-
-        update = {"sessionUpdate": "available_commands_update", "availableCommands": [
-            {"name": c.name, "description": c.description,
-             **({"input": {"hint": c.hint}} if c.hint else {})}
-            for c in COMMANDS.values()
-        ]}
+        from talaria.acp_server.learning import send_commands
 
         async def then() -> None:
-            await self._notify(session.id, update)
+            await send_commands(self, session, force=True)
             try:
                 await session.provider.warm()
             except Exception as exc:  # the first prompt reports it, with its cause

@@ -29,6 +29,7 @@ COMMANDS = {c.name: c for c in (
     Command("mode", "Show or switch the permission mode", " | ".join(options.MODE_NAMES)),
     Command("context", "Show how much of the context window is in use"),
     Command("clear", "Start over with an empty context (history is kept)"),
+    Command("skills", "List the skills (each is also a /command)"),
 )}
 
 
@@ -70,6 +71,10 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
             return f"Model: {session.provider.name}"
         await _set(session, config, "model", arg)
         return f"Model set to {session.provider.name}."
+    if name == "skills":
+        from talaria.agent.skills.commands import listing
+
+        return listing(session)
     if name == "clear":
         session.messages = [m for m in session.messages[:1] if m.get("role") == "system"]
         session.last_usage = 0

@@ -150,6 +150,29 @@ class Config:
     exec_env_passthrough: tuple[str, ...] = setting(
         (), "TALARIA_EXEC_ENV_PASSTHROUGH",
         "Extra environment variables (names or globs) execute_code scripts may see.", _names)
+    self_improvement: bool = setting(
+        True, "TALARIA_SELF_IMPROVEMENT",
+        "Run the background review that saves skills and memories after a turn.", _boolean)
+    review_model: str | None = setting(
+        None, "TALARIA_REVIEW_MODEL",
+        "Model for the background review (default: the session's model, with the full replay).")
+    skill_review_interval: int = setting(
+        10, "TALARIA_SKILL_REVIEW_INTERVAL",
+        "Tool calls since the last skill write that trigger a skill review.", _positive)
+    memory_review_interval: int = setting(
+        6, "TALARIA_MEMORY_REVIEW_INTERVAL",
+        "User turns since the last memory write that trigger a memory review.", _positive)
+    memory_chars: int = setting(
+        2200, "TALARIA_MEMORY_CHARS", "Character cap of memories/MEMORY.md (agent notes).",
+        _positive)
+    user_chars: int = setting(
+        1375, "TALARIA_USER_CHARS", "Character cap of memories/USER.md (user profile).", _positive)
+    project_skill_writes: bool = setting(
+        False, "TALARIA_PROJECT_SKILL_WRITES",
+        "Let the agent change project skills (.talaria/skills, .agents/skills).", _boolean)
+    skills_curate_days: int = setting(
+        30, "TALARIA_SKILLS_CURATE_DAYS",
+        "`talaria skills curate` archives agent-written skills unused this many days.", _positive)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""

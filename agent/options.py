@@ -1,5 +1,5 @@
-"""Options a user changes on a running session: permission mode, model, reasoning effort, and
-where execute_code runs.
+"""Options a user changes on a running session: permission mode, model, reasoning effort,
+where execute_code runs, and whether the background review learns from it.
 
 Front doors list them (`options`) in their own shape (ACP config options and modes, LSP
 settings) and change them with `set_option`, which validates the value, applies it to the
@@ -71,6 +71,9 @@ def options(session: Session, config: Config) -> list[Option]:
         Option("exec_mode", "execute_code runs in", "_talaria_exec",
                session.tool_state.exec_settings.mode,
                tuple(Choice(m, name) for m, name in EXEC_MODES.items())),
+        *([Option("self_improvement", "Learn from this session", "_talaria_learning",
+                  "on" if skills.review else "off", (Choice("on", "On"), Choice("off", "Off")))]
+          if (skills := session.tool_state.skills) is not None else []),
     ]
 
 
@@ -94,6 +97,10 @@ async def set_option(session: Session, config: Config, option: str, value: objec
         # The session's kernel restarts on its next call: its settings changed.
         state = session.tool_state
         state.exec_settings = replace(state.exec_settings, mode=value)
+    elif option == "self_improvement" and session.tool_state.skills is not None:
+        if value not in ("on", "off"):
+            raise OptionError(f"self_improvement is on or off, not {value!r}")
+        session.tool_state.skills.review = value == "on"
     else:
         raise OptionError(f"unknown config option {option!r}")
     await session.door.emit(OptionChanged(option, value))

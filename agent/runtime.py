@@ -12,8 +12,10 @@ from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Message, Provider
 from talaria.agent.session import Session
+from talaria.agent.skills.setup import attach as attach_learning
+from talaria.agent.skills.setup import prompt_sections
 from talaria.agent.store import Store
-from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.builtin import DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.execute_code.env import ExecSettings
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
@@ -59,7 +61,7 @@ def new_session(
     store: Store | None,
     session_id: str | None = None,
     mode: str | None = None,
-    tool_names: tuple[str, ...] = CORE_TOOLS,
+    tool_names: tuple[str, ...] = DEFAULT_TOOLS,
     history: list[Message] | None = None,
     kernels: KernelPool | None = None,
     prestart: bool = False,
@@ -112,6 +114,7 @@ def new_session(
         from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
+    attach_learning(session, config)
     if prestart and session.tool("execute_code") is not None:
         from talaria.tools.execute_code.tool import prestart as prestart_kernel
 
@@ -123,7 +126,8 @@ def new_session(
         return session
     if store is not None:
         store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode)
-    session.append({"role": "system", "content": system_prompt(cwd)})
+    extra = prompt_sections(session)
+    session.append({"role": "system", "content": system_prompt(cwd) + (f"\n{extra}\n" if extra else "")})
     return session
 
 

@@ -57,6 +57,9 @@ class Session:
     """(id of `messages`, how many were counted, their tokens): counts only what is new."""
     compaction_stalled_at: int | None = None
     """Context length when a compaction last made no progress: no retry until it changes."""
+    allowed_tools: frozenset[str] | None = None
+    """When set, the only tools a call may dispatch to (the background review's whitelist);
+    any other call is refused and logged, whatever `tools` holds."""
     cancel_scope: Any = None
     """The running turn's anyio.CancelScope; `cancel()` stops it."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)

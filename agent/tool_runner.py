@@ -48,6 +48,11 @@ class PlannedCall:
 
 
 def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
+    if session.allowed_tools is not None and call.name not in session.allowed_tools:
+        log.warning("session %s: refused %s (not in its tool whitelist)", session.id, call.name)
+        allowed = ", ".join(sorted(session.allowed_tools))
+        return PlannedCall(call.id, call.name, {}, None, (),
+                           f"Refused: {call.name} is not allowed here. Allowed tools: {allowed}")
     spec = session.tool(call.name)
     try:
         args = json.loads(call.arguments or "{}")

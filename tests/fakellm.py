@@ -21,7 +21,8 @@ POST /v1/chat/completions and POST /v1/messages both take the next TURN from one
      "error_type": "overloaded_error"}               (Anthropic `error`, OpenAI error chunk)
 
 A fault turn may carry "text" etc. for the events sent before the fault. When the script
-is empty, `default_turn` answers, or (None) a 500 "fake LLM script exhausted".
+is empty, `responder(body)` answers if set, else `default_turn`, or (None) a 500
+"fake LLM script exhausted".
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class FakeLLM:
         self.chunk_delay = chunk_delay
         self.stall_seconds = stall_seconds
         self.default_turn: dict[str, Any] | None = None
+        self.responder: Any = None
+        """With the script empty: a function of the request body (the API's JSON) returning
+        the next TURN, for scripted models that react to what they are sent."""
         self.requests: list[dict[str, Any]] = []
         self.served = 0  # turns taken from the script (or the default)
         self._queue: deque[dict[str, Any]] = deque()
@@ -141,7 +145,12 @@ class FakeLLM:
     def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]):
         with self._lock:
             self.requests.append({"path": path, "json": body, "headers": headers})
-            turn = self._queue.popleft() if self._queue else self.default_turn
+            if self._queue:
+                turn = self._queue.popleft()
+            elif self.responder is not None:  # a scripted policy that reads the request
+                turn = self.responder(body)
+            else:
+                turn = self.default_turn
             if turn is not None:
                 self.served += 1
             return turn, self.served

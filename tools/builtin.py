@@ -8,11 +8,16 @@ CORE_TOOLS = (
     "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
     "session_search",
 )
+LEARNING_TOOLS = ("skills_list", "skill_view", "skill_manage", "memory")
+"""Skills and memory: what makes the agent better at a user's work over time."""
+DEFAULT_TOOLS = CORE_TOOLS + LEARNING_TOOLS
+"""What an interactive session gets (batch runs keep to CORE_TOOLS)."""
 
 
 def load_builtin_tools() -> Registry:
     """Import every built-in tool module (registering it) and return the registry."""
     from talaria.tools import (  # noqa: F401
+        memory,
         patch,
         read_file,
         search_files,
@@ -22,5 +27,6 @@ def load_builtin_tools() -> Registry:
         write_file,
     )
     from talaria.tools.execute_code import tool  # noqa: F401
+    from talaria.tools.skills import tools as skill_tools  # noqa: F401
 
     return REGISTRY

@@ -14,6 +14,8 @@ from talaria.tools.execute_code.env import ExecSettings
 
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
+    from talaria.tools.memory_store import MemoryState
+    from talaria.tools.skills.state import SkillsState
 
 
 @dataclass(slots=True)
@@ -30,6 +32,10 @@ class ToolState:
     recall: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Answers `session_search` from the session store (blocking; set by the runtime when the
     session has a store). Raises ValueError for arguments it cannot answer."""
+    skills: SkillsState | None = None
+    """Skills of this session (store, what it has viewed, what it changed); None: no skills."""
+    memory: MemoryState | None = None
+    """The memory files this session writes; None: no memory tool."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 

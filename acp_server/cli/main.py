@@ -62,9 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
     from talaria.acp_server.cli import batch as batch_cli
+    from talaria.acp_server.cli import skills as skills_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
     trajectories_cli.add_parser(sub)
     batch_cli.add_batch_parser(sub)
+    skills_cli.add_parser(sub)
     return parser
 
 
@@ -104,6 +106,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from talaria.acp_server.cli.batch import run_batch_cli
 
         return run_batch_cli(args)
+    if args.command == "skills":
+        from talaria.acp_server.cli.skills import run as skills
+
+        return skills(args)
     if args.command == "trajectories":
         from talaria.acp_server.cli.trajectories import run as trajectories
 

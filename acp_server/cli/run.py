@@ -148,6 +148,7 @@ async def run_task(
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
     from talaria.agent.runtime import make_provider, new_session, open_store
+    from talaria.agent.skills.review import after_turn
     from talaria.tools.local.workspace import LocalWorkspace
 
     config = load_config(flags)
@@ -158,6 +159,9 @@ async def run_task(
         session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
                               store=store, mode="bypass" if yes else None, prestart=True)
         reason = await run_turn(session, prompt)
+        # The answer is printed; a due background review runs now, its notices after it.
+        if (review := after_turn(session, config)) is not None:
+            await review()
         return reason, session.id, store.path
     finally:
         store.close()

@@ -56,6 +56,9 @@ class Trajectory:
     created_at: float | None = None
     updated_at: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    reviews: tuple[dict[str, Any], ...] = ()
+    """Background review event rows (their own model calls in `messages`, `changes`, `model`),
+    each with `at` like a compaction; their calls are not the session's `turns`."""
 
     @property
     def completed(self) -> bool:
@@ -86,10 +89,13 @@ def build(
     messages: list[Message] = []
     message_times: list[float | None] = []
     compactions: list[dict[str, Any]] = []
+    reviews: list[dict[str, Any]] = []
     for row, when in zip(rows, times, strict=True):
         if row.get("role") == "event":
             if row.get("type") == "compaction":
                 compactions.append({**row, "at": len(messages), "time": when})
+            elif row.get("type") == "review":
+                reviews.append({**row, "at": len(messages), "time": when})
             continue
         messages.append(row)
         message_times.append(when)
@@ -101,7 +107,7 @@ def build(
     return Trajectory(
         session_id=session_id, messages=tuple(messages), times=tuple(message_times),
         turns=turns, tool_stats=tool_stats(messages), compactions=tuple(compactions),
-        status=completion_status(messages), model=model, **meta,
+        status=completion_status(messages), model=model, reviews=tuple(reviews), **meta,
     )
 
 
