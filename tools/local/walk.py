@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from re import Pattern
+from typing import TYPE_CHECKING
 
 SKIP_DIRS = ("node_modules", "__pycache__")
 MAX_MATCHES = 10_000
