@@ -51,7 +51,7 @@ _out_lock = threading.Lock()
 _groups = {}  # status stream -> pid (its own process group)
 _groups_lock = threading.Lock()
 _modules = {}
-_scratch = tempfile.mkdtemp(prefix="talaria-helper-")
+_scratch = ""  # made by main(): importing this module (for its constants) creates nothing
 _stdin_streams = {}  # stream -> (writable file or socket, is_socket)
 
 
@@ -147,7 +147,7 @@ def spawn(msg):
         for key in ("stdout", "stderr", "channel"):
             if msg.get(key) is not None:
                 send(EOF, msg[key])
-        reply(status, {"code": None, "signal": None, "error": "%s: %s" % (type(exc).__name__, exc)})
+        reply(status, {"code": None, "signal": None, "error": str(exc), "type": type(exc).__name__})
         return
     finally:
         if theirs is not None:
@@ -397,6 +397,8 @@ def read_exact(stdin, n):
 
 
 def main():
+    global _scratch
+    _scratch = tempfile.mkdtemp(prefix="talaria-helper-")
     for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)  # the end of stdin is our signal to go
     stdin = sys.stdin.buffer
