@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
+    run.add_argument("--env", metavar="NAME[:ARG]",
+                     help="execution environment: local, docker[:IMAGE], ssh:HOST, singularity:IMAGE, "
+                          "modal, daytona, vercel, or a [environments.NAME] table")
     run.add_argument("--acp", action="store_true",
                      help="run through the protocol: `talaria acp` as a child, this process its editor")
 

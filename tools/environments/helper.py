@@ -205,7 +205,7 @@ def quote(text):
 
 def feed(stream, data):
     """DATA from the agent: to a process's stdin or a kernel's channel."""
-    entry = _stdin_streams.get(stream)
+    entry = _stdin_streams.get(stream) if data is not None else _stdin_streams.pop(stream, None)
     if entry is None:
         return
     target, is_socket = entry
@@ -279,38 +279,6 @@ def changed(root, since):
     return sorted(out)
 
 
-class StreamReader:
-    """A file-like view of one DATA stream from the agent (for tar_in)."""
-
-    def __init__(self):
-        self.chunks = []
-        self.cond = threading.Condition()
-        self.done = False
-        self.buf = b""
-
-    def put(self, data):
-        with self.cond:
-            if data is None:
-                self.done = True
-            else:
-                self.chunks.append(data)
-            self.cond.notify()
-
-    def read(self, n=-1):
-        while n < 0 or len(self.buf) < n:
-            with self.cond:
-                while not self.chunks and not self.done:
-                    self.cond.wait()
-                if not self.chunks:
-                    break
-                self.buf += b"".join(self.chunks)
-                self.chunks = []
-        if n < 0:
-            n = len(self.buf)
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
-
-
 class StreamWriter:
     def __init__(self, stream):
         self.stream = stream
@@ -322,9 +290,6 @@ class StreamWriter:
 
     def flush(self):
         pass
-
-
-_readers = {}
 
 
 def tar_out(msg):
@@ -343,6 +308,7 @@ def tar_in(msg, reader):
     import tarfile
 
     try:
+        reader = os.fdopen(reader, "rb")
         os.makedirs(msg["root"], exist_ok=True)
         with tarfile.open(fileobj=reader, mode="r|") as tar:
             for member in tar:
@@ -384,9 +350,10 @@ def control(msg):
         threading.Thread(target=call, args=(msg,), daemon=True).start()
     elif op == "tar_out":
         threading.Thread(target=tar_out, args=(msg,), daemon=True).start()
-    elif op == "tar_in":
-        reader = _readers[msg["stream"]] = StreamReader()
-        threading.Thread(target=tar_in, args=(msg, reader), daemon=True).start()
+    elif op == "tar_in":  # the archive arrives as DATA on msg["stream"], through a pipe
+        r, w = os.pipe()
+        _stdin_streams[msg["stream"]] = (os.fdopen(w, "wb"), False)
+        threading.Thread(target=tar_in, args=(msg, r), daemon=True).start()
 
 
 def read_exact(stdin, n):
@@ -410,10 +377,6 @@ def main():
                 control(json.loads(payload))
             except Exception as exc:  # a bad message must not end the session
                 sys.stderr.write("talaria-helper: %s: %s\n" % (type(exc).__name__, exc))
-        elif stream in _readers:
-            _readers[stream].put(payload if kind == DATA else None)
-            if kind == EOF:
-                del _readers[stream]
         else:
             feed(stream, payload if kind == DATA else None)
 
