@@ -29,6 +29,7 @@ agent's end closes (the agent exited, the connection dropped), every group is ki
 helper exits: nothing the agent started outlives it.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -76,10 +77,8 @@ def shutdown():
     with _groups_lock:
         pids = list(_groups.values())
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
     shutil.rmtree(_scratch, ignore_errors=True)
     os._exit(0)
 
@@ -130,7 +129,7 @@ def spawn(msg):
         shell = shutil.which("bash") or "/bin/sh"
         text = msg["command"]
         if cwd_file:  # the shell's last directory, even after `exit N`
-            text = "trap 'pwd -P >%s 2>/dev/null' EXIT\n%s" % (quote(cwd_file), text)
+            text = f"trap 'pwd -P >{quote(cwd_file)} 2>/dev/null' EXIT\n{text}"
         argv = [shell, "-c", text]
     else:
         fd = str(pass_fds[0]) if pass_fds else ""
@@ -172,19 +171,15 @@ def wait(proc, readers, msg, private, cwd_file):
     code = proc.wait()
     for t in readers:
         t.join(DRAIN_S)
-    try:  # background children die with the command, as they do locally
+    with contextlib.suppress(OSError):  # background children die with the command, as locally
         os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
     for t in readers:
         t.join(DRAIN_S)
     for key in ("stdin", "channel"):
         entry = _stdin_streams.pop(msg.get(key), None)
         if entry is not None:
-            try:
+            with contextlib.suppress(OSError):
                 entry[0].close()
-            except OSError:
-                pass
     with _groups_lock:
         _groups.pop(msg["status"], None)
     cwd = None
@@ -241,7 +236,7 @@ def call(msg):
         elif fn == "changed":
             result = changed(args["root"], args["since"])
         else:
-            raise ValueError("unknown call %r" % fn)
+            raise ValueError(f"unknown call {fn!r}")
         reply(msg["reply"], {"ok": result})
     except Exception as exc:
         reply(msg["reply"], {"error": str(exc), "type": type(exc).__name__})
@@ -253,7 +248,7 @@ def search(walk, args):
 
     root = os.path.normpath(args["root"])
     if not os.path.exists(root):
-        raise FileNotFoundError("No such file or directory: %s" % root)
+        raise FileNotFoundError(f"No such file or directory: {root}")
     globs = args.get("globs")
     deadline = time.monotonic() + args.get("timeout", 60.0)
     if args["target"] == "files":
@@ -268,7 +263,7 @@ def search(walk, args):
 def changed(root, since):
     """Files under `root` modified after `since` (epoch seconds), relative, skipping nothing."""
     out = []
-    for base, dirs, names in os.walk(root):
+    for base, _dirs, names in os.walk(root):
         for name in names:
             path = os.path.join(base, name)
             try:
@@ -300,7 +295,7 @@ def tar_out(msg):
             for rel in msg.get("paths") or ["."]:
                 tar.add(os.path.join(msg["root"], rel), arcname=rel)
     except Exception as exc:  # the agent sees a truncated archive and this line on the reply
-        sys.stderr.write("talaria-helper: tar_out: %s\n" % exc)
+        sys.stderr.write(f"talaria-helper: tar_out: {exc}\n")
     send(EOF, msg["reply"])
 
 
@@ -323,7 +318,7 @@ def tar_in(msg, reader):
 def init(msg):
     for name, source in msg.get("modules", {}).items():
         module = types.ModuleType("talaria_" + name)
-        exec(compile(source, "<talaria %s>" % name, "exec"), module.__dict__)
+        exec(compile(source, f"<talaria {name}>", "exec"), module.__dict__)
         _modules[name] = module
     reply(msg["reply"], {
         "python": list(sys.version_info[:3]), "pid": os.getpid(), "cwd": os.getcwd(),
@@ -342,10 +337,8 @@ def control(msg):
         with _groups_lock:
             pid = _groups.get(msg["status"])
         if pid is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(pid, msg["sig"])
-            except OSError:
-                pass
     elif op == "call":
         threading.Thread(target=call, args=(msg,), daemon=True).start()
     elif op == "tar_out":
@@ -376,7 +369,7 @@ def main():
             try:
                 control(json.loads(payload))
             except Exception as exc:  # a bad message must not end the session
-                sys.stderr.write("talaria-helper: %s: %s\n" % (type(exc).__name__, exc))
+                sys.stderr.write(f"talaria-helper: {type(exc).__name__}: {exc}\n")
         else:
             feed(stream, payload if kind == DATA else None)
 

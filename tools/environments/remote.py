@@ -24,7 +24,7 @@ import anyio
 
 from talaria.tools.environments.mux import Mux
 from talaria.tools.errors import EnvError, WorkspaceError
-from talaria.tools.local.search import SEARCH_TIMEOUT_S, _GLOB_CHARS
+from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
 from talaria.tools.local.walk import MAX_MATCHES, expand_braces
 from talaria.tools.local.workspace import TERM_GRACE_S, _HeadTail
 from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
