@@ -65,6 +65,20 @@ class Inbox:
                 raise WorkspaceError(f"the environment sent more than {limit:,} bytes")
         return bytes(out)
 
+    def read_all_blocking(self, timeout: float, limit: int = 1 << 30) -> bytes:
+        """`read_all` for a thread with no event loop (a session closing, a sync)."""
+        self.reader.setblocking(True)
+        self.reader.settimeout(timeout)
+        out = bytearray()
+        try:
+            while chunk := self.reader.recv(1 << 16):
+                out += chunk
+                if len(out) > limit:
+                    raise WorkspaceError(f"the environment sent more than {limit:,} bytes")
+        except TimeoutError:
+            raise EnvError(f"no answer within {timeout:g} s") from None
+        return bytes(out)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             anyio.notify_closing(self.reader)
@@ -169,8 +183,25 @@ class Mux:
             raise remote_error(answer)
         return answer.get("ok", answer)
 
-    async def call(self, fn: str, timeout: float = CALL_TIMEOUT_S, **args: Any) -> Any:
-        with anyio.fail_after(timeout):
+    def request_blocking(self, msg: dict[str, Any], timeout: float = CALL_TIMEOUT_S,
+                         limit: int = 1 << 30) -> Any:
+        """`request` from a thread with no event loop."""
+        stream, box = self.inbox()
+        try:
+            self.send_json({**msg, "reply": stream})
+            raw = box.read_all_blocking(timeout, limit)
+        finally:
+            self.drop(stream)
+        if not raw:
+            raise EnvError(self._lost_message())
+        answer = json.loads(raw)
+        if "error" in answer and "ok" not in answer:
+            raise remote_error(answer)
+        return answer.get("ok", answer)
+
+    async def call(self, fn: str, /, *, within: float = CALL_TIMEOUT_S, **args: Any) -> Any:
+        """A helper function's result (read, write, stat, search, changed, now, mkdir)."""
+        with anyio.fail_after(within):
             return await self.request({"op": "call", "fn": fn, "args": args})
 
     def _read(self) -> None:

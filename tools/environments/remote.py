@@ -170,7 +170,7 @@ class RemoteWorkspace(HelperCommands):
             except re.error as exc:
                 raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
             args["pattern"] = pattern
-        found = await self.mux.call("search", timeout=SEARCH_TIMEOUT_S + 30, **args)
+        found = await self.mux.call("search", within=SEARCH_TIMEOUT_S + 30, **args)
         matches = [SearchMatch(*m) for m in found]
         return matches[offset:offset + limit], len(matches)
 
