@@ -9,6 +9,7 @@ another one, to see the connection refused).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -108,10 +109,8 @@ class Sshd:
     def drop_connections(self) -> None:
         """Kill every open connection (the server keeps listening)."""
         for pid in self.sessions():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
