@@ -109,10 +109,10 @@ class EnvWorkspace:
         return self.env.where
 
     async def active(self) -> Workspace:
-        if self._active is None:
-            async with self._lock:
-                if self._active is None:
-                    self._active = await self.env.start(self.base)
+        """The environment's workspace, (re)started as needed: `start` is cheap once up, and
+        brings back a connection that was lost."""
+        async with self._lock:
+            self._active = await self.env.start(self.base)
         return self._active
 
     async def switch(self, env: Environment, *, start: bool = True) -> None:

@@ -108,7 +108,8 @@ class SshEnvironment:
             self.mux = await Mux.open(self.helper_argv(), f"ssh {self.host}")
             self.workdir = PurePosixPath(await self.mux.call(
                 "mkdir", path=self.settings["workdir"] or self.default_workdir()))
-            await self.sync_up()
+            if self.synced_at is None:  # a reconnection must not overwrite what was done there
+                await self.sync_up()
         assert self.workdir is not None
         return RemoteWorkspace(self.mux, PathMap(self.cwd, self.workdir), base)
 

@@ -1,0 +1,76 @@
+"""The ssh environment against a real sshd on loopback: the project copied there and edits
+brought back (rsync and tar), a dropped connection mid-command, a changed host key, an
+unreachable host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from talaria.tools.errors import EnvError
+from tests.tools.environments.conftest import make_workspace
+from tests.tools.environments.sshd import Sshd, free_port
+from tests.tools.environments.test_env_tools import call
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("sync", ["rsync", "tar"])
+async def test_project_goes_there_and_edits_come_back(request: pytest.FixtureRequest,
+                                                      project: Path, sync: str) -> None:
+    (project / "node_modules").mkdir()
+    (project / "node_modules" / "big.js").write_text("x")
+    ws = make_workspace("ssh", request, project, sync=sync)
+    try:
+        listing = await call(ws, "terminal", command="ls -A; pwd -P")
+        names = listing["output"].split()
+        assert "seed.txt" in names and "node_modules" not in names  # skipped: this platform's
+        remote = project.parent / "remote"
+        assert (remote / "seed.txt").exists()  # loopback: the "remote" disk is this one
+        assert listing["output"].strip().endswith(str(project))  # shown as the project's path
+        await call(ws, "write_file", path="new.txt", content="made there\n")
+        await call(ws, "terminal", command="echo edited >> seed.txt")
+        assert not (project / "new.txt").exists()  # still only there ...
+    finally:
+        ws.close()
+    assert (project / "new.txt").read_text() == "made there\n"  # ... until the session closes
+    assert (project / "seed.txt").read_text().endswith("edited\n")
+
+
+async def test_a_dropped_connection_mid_command_is_an_error_not_a_hang(
+        request: pytest.FixtureRequest, project: Path, sshd: Sshd) -> None:
+    ws = make_workspace("ssh", request, project)
+    try:
+        await call(ws, "terminal", command="true")
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                result: dict[str, object] = {}
+
+                async def long() -> None:
+                    result.update(await call(ws, "terminal", command="sleep 300"))
+
+                tg.start_soon(long)
+                await anyio.sleep(1.0)
+                sshd.drop_connections()
+        assert "connection to ssh 127.0.0.1 was lost" in str(result["error"])
+        again = await call(ws, "terminal", command="echo back")  # reconnects on the next call
+        assert again["output"].strip() == "back"
+    finally:
+        ws.close()
+
+
+async def test_a_changed_host_key_is_refused(request: pytest.FixtureRequest, project: Path) -> None:
+    ws = make_workspace("ssh", request, project, wrong_key=True)
+    with pytest.raises(EnvError, match="Host key verification failed|REMOTE HOST IDENTIFICATION"):
+        await ws.active()
+    ws.close()
+
+
+async def test_an_unreachable_host_is_one_line(request: pytest.FixtureRequest, project: Path,
+                                               sshd: Sshd) -> None:
+    ws = make_workspace("ssh", request, project, port=free_port())
+    failed = await call(ws, "terminal", command="true")
+    assert "Connection refused" in failed["error"] and "\n" not in failed["error"]
+    ws.close()
