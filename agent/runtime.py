@@ -122,7 +122,7 @@ def new_session(
         from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
-    if prestart and session.tool("execute_code") is not None:
+    if prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
         from talaria.tools.execute_code.tool import prestart as prestart_kernel
 
         prestart_kernel(session.tool_state, cwd, session.id)

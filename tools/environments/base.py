@@ -123,6 +123,19 @@ class EnvWorkspace:
         old, self.env, self._active = self.env, env, None
         await anyio.to_thread.run_sync(old.close)
 
+    async def helper(self) -> Any:
+        """The environment's `HelperCommands` (its helper's mux and path map), or None when
+        commands run on this machine (execute_code then starts its kernel here)."""
+        from talaria.tools.environments.remote import HelperCommands
+
+        active = await self.active()
+        commands = getattr(active, "commands", active)
+        return commands if isinstance(commands, HelperCommands) else None
+
+    @property
+    def is_local(self) -> bool:
+        return self.env.spec.backend == "local"
+
     def close(self) -> None:
         for hook in self.on_close:
             hook()

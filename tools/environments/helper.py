@@ -114,8 +114,8 @@ def spawn(msg):
     env = dict(os.environ)
     if msg.get("scrub") is not None:
         env = scrubbed(env, msg["scrub"])
-    env.update(msg.get("env") or {})
     private = tempfile.mkdtemp(dir=_scratch)
+    env.update((k, v.replace("{dir}", private)) for k, v in (msg.get("env") or {}).items())
     for name, text in (msg.get("files") or {}).items():
         with open(os.path.join(private, name), "w") as f:
             f.write(text)
@@ -140,7 +140,8 @@ def spawn(msg):
         argv = [a.replace("{fd}", fd).replace("{dir}", private) for a in msg["argv"]]
     try:
         proc = subprocess.Popen(
-            argv, cwd=msg.get("cwd") or None, env=env, pass_fds=pass_fds,
+            argv, cwd=(msg.get("cwd") or "").replace("{dir}", private) or None, env=env,
+            pass_fds=pass_fds,
             stdin=subprocess.PIPE if msg.get("stdin") is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if msg.get("stderr") is not None else subprocess.STDOUT,
