@@ -83,7 +83,7 @@ def open_environment(spec: EnvSpec, *, cwd: Path, session_id: str, home: Path) -
         return SingularityEnvironment(spec, cwd=cwd, session_id=session_id)
     from talaria.tools.environments.cloud import CloudEnvironment
 
-    return CloudEnvironment(spec, cwd=cwd, session_id=session_id)
+    return CloudEnvironment(spec, cwd=cwd, session_id=session_id, home=home)
 
 
 class EnvWorkspace:

@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import types
+import typing  # noqa: F401 -- in type comments (Python 3.8 syntax)
 from fnmatch import fnmatchcase
 
 HEADER = struct.Struct(">BII")
@@ -49,11 +50,11 @@ CHUNK = 1 << 16
 DRAIN_S = 0.5
 
 _out_lock = threading.Lock()
-_groups = {}  # status stream -> pid (its own process group)
+_groups = {}  # type: dict[int, int]  # status stream -> pid (its own process group)
 _groups_lock = threading.Lock()
-_modules = {}
+_modules = {}  # type: dict[str, types.ModuleType]
 _scratch = ""  # made by main(): importing this module (for its constants) creates nothing
-_stdin_streams = {}  # stream -> (writable file or socket, is_socket)
+_stdin_streams = {}  # type: dict[int, tuple[typing.Any, bool]]  # stream -> (file or socket, is it one)
 
 
 def send(kind, stream, payload=b""):
@@ -120,7 +121,7 @@ def spawn(msg):
         with open(os.path.join(private, name), "w") as f:
             f.write(text)
     channel = theirs = None
-    pass_fds = ()
+    pass_fds = ()  # type: tuple[int, ...]
     if msg.get("channel") is not None:
         channel, theirs = socket.socketpair()
         pass_fds = (theirs.fileno(),)
@@ -158,8 +159,9 @@ def spawn(msg):
             theirs.close()
     with _groups_lock:
         _groups[status] = proc.pid
+    assert proc.stdout is not None
     readers = [threading.Thread(target=pump, args=(proc.stdout.fileno(), msg["stdout"]), daemon=True)]
-    if msg.get("stderr") is not None:
+    if proc.stderr is not None:
         readers.append(threading.Thread(target=pump, args=(proc.stderr.fileno(), msg["stderr"]),
                                         daemon=True))
     if channel is not None:
@@ -303,7 +305,7 @@ def tar_out(msg):
     import tarfile
 
     try:
-        with tarfile.open(fileobj=StreamWriter(msg["reply"]), mode="w|") as tar:
+        with tarfile.open(fileobj=StreamWriter(msg["reply"]), mode="w|") as tar:  # type: ignore[call-overload]
             for rel in msg.get("paths") or ["."]:
                 tar.add(os.path.join(msg["root"], rel), arcname=rel)
     except Exception as exc:  # the agent sees a truncated archive and this line on the reply

@@ -58,7 +58,7 @@ SCHEMAS: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
         "binary": ((str, type(None)), None, "apptainer or singularity (default: whichever is found)"),
         "image": ((str, type(None)), None, "SIF file or sandbox directory"),
         "overlay": ((str, type(None)), None, "overlay image or directory for persistence"),
-        "network": (bool, False, "network access (off: --net --network none)"),
+        "network": (bool, True, "the host's network (false: --net --network none)"),
     },
     "modal": {
         "image": (str, "python:3.12-slim", "registry image the sandbox starts from"),

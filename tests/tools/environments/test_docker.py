@@ -43,20 +43,24 @@ async def test_a_container_per_session_removed_on_close(request: pytest.FixtureR
 async def test_persistent_keeps_container_files_and_cache_across_sessions(
         request: pytest.FixtureRequest, project: Path) -> None:
     first = make_workspace("docker", request, project, session_id="one", persistent=True)
+    env = first.env
     try:
-        made = await call(first, "terminal",
-                          command="mkdir -p /opt && echo pkg > /opt/installed && echo hot > /root/.cache/c")
-        assert made["exit_code"] == 0, made
+        try:
+            made = await call(first, "terminal",
+                              command="mkdir -p /opt && echo pkg > /opt/installed && echo hot > /root/.cache/c")
+            assert made["exit_code"] == 0, made
+        finally:
+            first.close()
+        assert containers(env.name)  # type: ignore[attr-defined]  # kept (stopped)
+        second = make_workspace("docker", request, project, session_id="two", persistent=True)
+        try:
+            seen = await call(second, "terminal", command="cat /opt/installed /root/.cache/c")
+            assert seen["output"].split() == ["pkg", "hot"]
+        finally:
+            second.close()
     finally:
-        first.close()
-    second = make_workspace("docker", request, project, session_id="two", persistent=True)
-    try:
-        seen = await call(second, "terminal", command="cat /opt/installed /root/.cache/c")
-        assert seen["output"].split() == ["pkg", "hot"]
-    finally:
-        second.close()
-        subprocess.run(["podman", "rm", "-f", second.env.name], capture_output=True)  # type: ignore[attr-defined]
-        subprocess.run(["podman", "volume", "rm", "-f", second.env.volume], capture_output=True)  # type: ignore[attr-defined]
+        subprocess.run(["podman", "rm", "-f", env.name], capture_output=True)  # type: ignore[attr-defined]
+        subprocess.run(["podman", "volume", "rm", "-f", env.volume], capture_output=True)  # type: ignore[attr-defined]
 
 
 async def test_limits_memory_and_pids(request: pytest.FixtureRequest, project: Path) -> None:
