@@ -14,16 +14,19 @@ by the agent. A control message names the streams it uses:
     {"op": "spawn", "argv": [...] | "command": SHELL TEXT, "cwd": DIR, "env": {...},
      "stdin": S | null, "stdout": S, "stderr": S | null (merged), "status": S,
      "channel": S | null (a socketpair whose fd replaces "{fd}" in argv),
-     "files": {NAME: TEXT} (written to a private dir that replaces "{dir}"),
+     "files": {NAME: TEXT} (written to a private dir that replaces "{dir}" in argv, cwd
+     and env values),
      "scrub": {"keep": [GLOB], "secret": [WORD], "pass": [GLOB]} | null, "track_cwd": BOOL}
     {"op": "signal", "status": S, "sig": N}                      -> the process group of S
-    {"op": "call", "fn": "read" | "write" | "stat" | "search" | "changed", "args": {...},
+    {"op": "call", "fn": "read" | "write" | "stat" | "search" | "changed" | "now" | "mkdir",
+     "args": {...},
      "reply": S}                                                 -> {"ok": ...} or {"error", "type"}
     {"op": "tar_out", "root": DIR, "paths": [REL] | null, "reply": S}  -> tar bytes on S
     {"op": "tar_in", "root": DIR, "stream": S, "reply": S2}     <- tar bytes on S
 
 A spawned process runs in its own process group; its status stream gets
-`{"code": N | null, "signal": N | null, "cwd": DIR | null}` once it exited and its output
+`{"code": N | null, "signal": N | null, "cwd": DIR | null}` (or `{"error", "type"}` when it
+could not start) once it exited and its output
 ended (children that keep a pipe open are killed with the group after DRAIN_S). When the
 agent's end closes (the agent exited, the connection dropped), every group is killed and the
 helper exits: nothing the agent started outlives it.
