@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -141,7 +142,8 @@ class DockerEnvironment:
     def _up(self) -> None:
         """Create (or, persistent, restart) the container. Blocking: run in a thread."""
         engine = self.engine = find_engine(self.settings["engine"])
-        reap_orphans(engine)
+        # Alongside, not before: another agent's leftovers need not delay this session.
+        threading.Thread(target=reap_orphans, args=(engine,), daemon=True).start()
         state = self._state(engine)
         if state is not None:
             if state != "running":

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from benchmarks import env_image
+from benchmarks.env_sshd import Sshd
+from benchmarks.env_sshd import missing as sshd_missing
 from talaria.tools.environments.base import EnvWorkspace, open_environment
 from talaria.tools.environments.spec import resolve
 from talaria.tools.local.workspace import LocalWorkspace
-from tests.tools.environments.sshd import Sshd
-from tests.tools.environments.sshd import missing as sshd_missing
 
 BACKENDS = ("local", "docker", "ssh")
 

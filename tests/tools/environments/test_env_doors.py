@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.env_sshd import Sshd
 from talaria.agent.config import describe, load_config
 from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch, task_dir_name
 from tests import ROOT
 from tests.acp_harness import Editor
 from tests.batchllm import RoutedLLM
-from tests.tools.environments.sshd import Sshd
 
 
 def llm_call(name: str, **arguments: object) -> dict[str, object]:

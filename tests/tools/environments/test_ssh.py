@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from benchmarks.env_sshd import Sshd, free_port
 from talaria.tools.errors import EnvError
 from tests.tools.environments.conftest import make_workspace
-from tests.tools.environments.sshd import Sshd, free_port
 from tests.tools.environments.test_env_tools import call
 
 pytestmark = pytest.mark.anyio

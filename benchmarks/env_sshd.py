@@ -1,4 +1,5 @@
-"""A real OpenSSH server on a loopback port, with throwaway host and user keys, for tests.
+"""A real OpenSSH server on a loopback port, with throwaway host and user keys, for the ssh
+environment's tests and benchmarks.
 
     with Sshd(tmp) as server:
         table = server.table(workdir=...)   # [environments.ssh] settings that reach it
