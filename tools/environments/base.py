@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools.environments.spec import EnvSpec
-from talaria.tools.errors import EnvError
 from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
 
 if TYPE_CHECKING:
@@ -164,7 +163,10 @@ def environment_of(workspace: Workspace) -> EnvWorkspace | None:
     return workspace if isinstance(workspace, EnvWorkspace) else None
 
 
-def start_error(spec: EnvSpec, exc: BaseException) -> EnvError:
-    """An EnvError for a backend's start failure that says how to get back to work."""
-    return EnvError(f"environment {spec.label} could not start: {exc}; fix it and retry, "
-                    "or switch this session to local")
+def acting_where(workspace: Workspace, kind: str) -> str | None:
+    """What a tool card should say about where a call acts: the environment when the files
+    live there (every tool), or when only commands go there (`execute` tools); else None."""
+    ws = environment_of(workspace)
+    if ws is None or ws.is_local or ws.env.shares_files and kind != "execute":
+        return None
+    return ws.where

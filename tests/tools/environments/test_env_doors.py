@@ -94,11 +94,17 @@ def test_acp_environment_option_and_a_command_in_the_container(tmp_path: Path, f
             "sessionId": sid, "configId": "environment", "value": f"docker:{image}"}, timeout=120)
         options = {o["id"]: o for o in result["configOptions"]}
         assert options["environment"]["currentValue"] == f"docker:{image}"
-        fake_llm.script([{"tool_calls": [llm_call("terminal", command="cat /proc/1/cmdline | tr '\\\\0' ' '")]},
+        fake_llm.script([{"tool_calls": [llm_call("terminal", command="cat /proc/1/cmdline")]},
+                         {"tool_calls": [llm_call("write_file", path="note.txt", content="hi")]},
                          {"text": "done"}])
         assert ed.prompt(sid, "where am I")["stopReason"] == "end_turn"
         cards = json.dumps(ed.updates(sid, "tool_call_update"))
         assert "while :; do sleep" in cards  # the container's idle loop: it ran in there
+        titles = [u["title"] for u in ed.updates(sid, "tool_call")]
+        assert "[on container talaria-" in titles[0]  # the command's card says where it ran
+        assert "[on" not in titles[1]  # the files are the editor's (mounted): no note
+        writes = [m for _, m in ed.transcript() if m.get("method") == "fs/write_text_file"]
+        assert writes and writes[0]["params"]["path"].endswith("note.txt")  # through the editor
         assert containers()
         ed.request("session/close", {"sessionId": sid}, timeout=60)
         assert not containers()

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from benchmarks.env_sshd import Sshd, free_port
+from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import EnvError
 from tests.tools.environments.conftest import make_workspace
 from tests.tools.environments.test_env_tools import call
@@ -33,6 +34,8 @@ async def test_project_goes_there_and_edits_come_back(request: pytest.FixtureReq
         await call(ws, "write_file", path="new.txt", content="made there\n")
         await call(ws, "terminal", command="echo edited >> seed.txt")
         assert not (project / "new.txt").exists()  # still only there ...
+        where = acting_where(ws, "read")  # the cards of every tool say where they act
+        assert where and where.startswith("ssh 127.0.0.1:") and str(remote) in where
     finally:
         ws.close()
     assert (project / "new.txt").read_text() == "made there\n"  # ... until the session closes
