@@ -87,7 +87,7 @@ class CloudWorkspace:
             raise EnvError(f"{self.where}: {type(exc).__name__}: {exc}") from None
 
     async def exec(self, script: str, cwd: str | None, timeout: float) -> tuple[int | None, bytes]:
-        return await self._call(self.adapter.exec, ["sh", "-c", script], cwd, timeout)  # type: ignore[no-any-return]
+        return await self._call(self.adapter.exec, ["sh", "-c", script], cwd, timeout)
 
     async def read_text(self, path: Path) -> str:
         data: bytes = await self._call(self.adapter.read, self.paths.out(path))
