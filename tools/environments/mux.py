@@ -36,6 +36,8 @@ START_TIMEOUT_S = 60.0
 """For the door to connect and the helper to answer `init` (an SSH login, a cold container)."""
 CALL_TIMEOUT_S = 120.0
 """For one file call (read, write, stat, search has its own bound inside)."""
+INLINE_SEND_BYTES = 1 << 16
+"""A larger message is written from a worker thread, not the event loop's."""
 STDERR_LINES = 20
 """Lines of the door's stderr kept to explain a lost connection."""
 BOOT_ARGV = ["python3", "-I", "-S", "-u", "-c", BOOT]
@@ -172,7 +174,11 @@ class Mux:
         """Send a control message with a `reply` stream; its JSON answer (`ok` unwrapped)."""
         stream, box = self.inbox()
         try:
-            self.send_json({**msg, "reply": stream})
+            data = json.dumps({**msg, "reply": stream}).encode()
+            if len(data) > INLINE_SEND_BYTES:  # a big write_file: the pipe may take a while
+                await anyio.to_thread.run_sync(self.send, JSON, 0, data)
+            else:
+                self.send(JSON, 0, data)
             raw = await box.read_all(limit)
         finally:
             self.drop(stream)
