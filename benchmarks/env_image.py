@@ -50,13 +50,16 @@ def _tag() -> str:
     return f"{REPO}:{digest.hexdigest()[:12]}"
 
 
-def build_rootfs(root: Path) -> None:
+def build_rootfs(root: Path, *, python: bool = True) -> None:
     (root / "bin").mkdir(parents=True)
     shutil.copy2(BUSYBOX, root / "bin" / "busybox")
     applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True).stdout.split()
     for applet in applets:
         if applet != "busybox":
             os.symlink("busybox", root / "bin" / applet)
+    _skeleton(root)
+    if not python:
+        return
     (root / "usr" / "bin").mkdir(parents=True)
     shutil.copy2(PYTHON, root / "usr" / "bin" / "python3")
     for lib in _libs(PYTHON):
@@ -66,6 +69,9 @@ def build_rootfs(root: Path) -> None:
     stdlib = Path("/usr/lib/python3.11")
     shutil.copytree(stdlib, root / "usr/lib/python3.11", symlinks=True,
                     ignore=lambda d, names: [n for n in names if n in SKIP])
+
+
+def _skeleton(root: Path) -> None:
     for d in ("tmp", "root", "etc", "proc", "sys", "dev"):
         (root / d).mkdir(exist_ok=True)
     (root / "tmp").chmod(0o1777)
@@ -73,14 +79,15 @@ def build_rootfs(root: Path) -> None:
     (root / "etc" / "group").write_text("root:x:0:\n")
 
 
-def ensure_image() -> str:
-    """The test image's name, importing it into podman when it is not there yet."""
-    tag = _tag()
+def ensure_image(*, python: bool = True) -> str:
+    """The test image's name, importing it into podman when it is not there yet. Without
+    `python`: busybox only (an image the environment helper cannot run in)."""
+    tag = _tag() + ("" if python else "-nopython")
     if subprocess.run(["podman", "image", "exists", tag]).returncode == 0:
         return tag
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "rootfs"
-        build_rootfs(root)
+        build_rootfs(root, python=python)
         tarball = Path(tmp) / "rootfs.tar"
         with tarfile.open(tarball, "w") as tar:
             tar.add(root, arcname=".")

@@ -16,6 +16,7 @@ by the next start, on this machine (`reap_orphans`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 import subprocess
 import threading
@@ -25,11 +26,14 @@ from typing import Any
 import anyio
 
 from talaria.tools import procs
+from talaria.tools.environments.execs import ExecCommands
 from talaria.tools.environments.mux import BOOT_ARGV, Mux
 from talaria.tools.environments.remote import HelperCommands, PathMap, SplitWorkspace
 from talaria.tools.environments.spec import EnvSpec
 from talaria.tools.errors import EnvError
 from talaria.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 LABEL = "talaria.environment"
 """Every container Talaria starts carries it (value: the environment's name)."""
@@ -102,6 +106,8 @@ class DockerEnvironment:
         self.volume = f"talaria-cache-{key}"
         self.engine: str | None = None
         self.mux: Mux | None = None
+        self.execs: ExecCommands | None = None
+        """Set when the image has no python3: commands then run by one exec each."""
         self.started_container = False
 
     @property
@@ -127,17 +133,29 @@ class DockerEnvironment:
         return [*argv, "--entrypoint", "/bin/sh", s["image"], "-c", IDLE_LOOP]
 
     async def start(self, base: Workspace) -> Workspace:
+        if self.execs is not None:
+            return SplitWorkspace(base, self.execs)
         if self.mux is None or self.mux.lost:
             await anyio.to_thread.run_sync(self._up)
             assert self.engine is not None
             try:
                 self.mux = await Mux.open([self.engine, "exec", "-i", self.name, *BOOT_ARGV],
                                           self.where)
-            except EnvError as exc:
-                hint = (" (the image needs python3 >= 3.8 for Talaria's helper)"
-                        if "python3" in str(exc) or "not found" in str(exc) else "")
-                raise EnvError(f"{exc}{hint}") from None
+            except EnvError:
+                if await anyio.to_thread.run_sync(self._has_python):
+                    raise
+                log.warning("%s: the image has no python3: commands run by one exec each, and "
+                            "execute_code cannot run there", self.where)
+                self.execs = ExecCommands(self.engine, self.name)
+                return SplitWorkspace(base, self.execs)
         return SplitWorkspace(base, HelperCommands(self.mux, PathMap(self.cwd, PurePosixPath(self.cwd))))
+
+    def _has_python(self) -> bool:
+        """Whether the image has a python3 >= 3.8 for the helper."""
+        assert self.engine is not None
+        probe = engine_run([self.engine, "exec", self.name, "python3", "-c",
+                            "import sys; sys.exit(sys.version_info < (3, 8))"])
+        return probe.returncode == 0
 
     def _up(self) -> None:
         """Create (or, persistent, restart) the container. Blocking: run in a thread."""
@@ -167,7 +185,7 @@ class DockerEnvironment:
         return found.stdout.strip() or "unknown" if found.returncode == 0 else None
 
     def close(self) -> None:
-        mux, self.mux = self.mux, None
+        mux, self.mux, self.execs = self.mux, None, None
         if mux is not None:
             mux.close()
         if self.engine is None:

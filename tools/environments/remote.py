@@ -18,7 +18,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -175,10 +175,16 @@ class RemoteWorkspace(HelperCommands):
         return matches[offset:offset + limit], len(matches)
 
 
+class Commands(Protocol):
+    async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
+                  on_terminal: Callable[[str], Awaitable[None]] | None = None,
+                  sandbox: SandboxSpec | None = None) -> CommandResult: ...
+
+
 class SplitWorkspace:
     """Files through the door's workspace (the project is mounted), commands elsewhere."""
 
-    def __init__(self, files: Workspace, commands: HelperCommands) -> None:
+    def __init__(self, files: Workspace, commands: Commands) -> None:
         self.files = files
         self.commands = commands
         self.cwd = files.cwd

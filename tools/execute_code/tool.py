@@ -130,7 +130,11 @@ async def environment_helper(ctx: ToolContext) -> Any:
     ws = environment_of(ctx.workspace)
     if ws is None or ws.is_local:
         return None
-    return await ws.helper()
+    helper = await ws.helper()
+    if helper is None:  # commands run elsewhere but no helper runs there: never fall back here
+        raise KernelError(f"execute_code cannot run in {ws.where}: it needs python3 >= 3.8 "
+                          "there (the image has none); use terminal, or an image with python3")
+    return helper
 
 
 def prestart(state: ToolState, cwd: Path, session_id: str) -> bool:

@@ -147,3 +147,28 @@ async def test_bad_input_is_one_clear_line(request: pytest.FixtureRequest, proje
     with pytest.raises(EnvError, match="no container engine found"):
         await no_engine.active()
     assert json.dumps(containers("bad-image")) == "[]"
+
+
+async def test_an_image_without_python_runs_commands_by_exec(project: Path, image: str) -> None:
+    from benchmarks import env_image
+    from talaria.tools.environments.base import EnvWorkspace, open_environment
+    from talaria.tools.environments.spec import resolve
+    from talaria.tools.local.workspace import LocalWorkspace
+    from tests.tools.environments.test_env_execute_code import call_nested, session_on
+
+    bare = env_image.ensure_image(python=False)
+    ws = EnvWorkspace(LocalWorkspace(project), open_environment(
+        resolve(f"docker:{bare}", {}), cwd=project, session_id="no-python", home=project.parent))
+    try:
+        ran = await call(ws, "terminal", command="cat seed.txt; command -v python3 || echo none")
+        assert ran["exit_code"] == 0 and ran["output"].split()[-1] == "none"
+        assert "planted" in ran["output"]
+        slow = await call(ws, "terminal", command="sleep 300 & echo $! > bg.pid; sleep 300", timeout=1)
+        assert slow["timed_out"]
+        assert await state(ws, "$(cat bg.pid)") == "gone"  # killed in the container, not only here
+        session = session_on(ws, project)
+        script = await call_nested(session, "execute_code", {"code": "print(1)"})
+        assert "execute_code cannot run in container" in script["error"]  # never here instead
+    finally:
+        ws.close()
+    assert not containers("no-python")
