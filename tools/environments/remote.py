@@ -59,18 +59,38 @@ class PathMap:
 
 
 class HelperCommands:
-    """`run` through the helper; the caller keeps files where they are."""
+    """`run` through the helper; the caller keeps files where they are.
 
-    def __init__(self, mux: Mux, paths: PathMap) -> None:
+    With `track_cwd` (SSH), a command given no other directory than the project's starts
+    where the previous one ended, as in a terminal on that host (`cd` persists); the result
+    says where the shell ended. A tracked directory that is gone falls back to the project."""
+
+    def __init__(self, mux: Mux, paths: PathMap, *, track_cwd: bool = False) -> None:
         self.mux = mux
         self.paths = paths
+        self.track_cwd = track_cwd
+        self.tracked: str | None = None
+        """The remote directory the last command ended in (with `track_cwd`)."""
 
     async def run(
         self, command: str, *, cwd: Path, timeout: float, output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
     ) -> CommandResult:
-        # `sandbox` is not applied: the environment is the boundary (see the README table).
+        start = self.paths.out(cwd)
+        tracked = self.track_cwd and self.tracked is not None and Path(cwd) == self.paths.local
+        if tracked:
+            start = str(self.tracked)
+        try:
+            return await self._run(command, start, timeout, output_limit)
+        except FileNotFoundError:
+            if not tracked:
+                raise
+            self.tracked = None  # it was removed meanwhile: back to the project
+            return await self._run(command, self.paths.out(cwd), timeout, output_limit)
+
+    async def _run(self, command: str, start: str, timeout: float, output_limit: int) -> CommandResult:
+        # A sandbox spec is not applied: the environment is the boundary (see the README).
         mux = self.mux
         out_id, out = mux.inbox()
         status_id, status_box = mux.inbox()
@@ -85,8 +105,9 @@ class HelperCommands:
             drained.set()
 
         try:
-            mux.send_json({"op": "spawn", "command": command, "cwd": self.paths.out(cwd),
-                           "stdout": out_id, "stderr": None, "stdin": None, "status": status_id})
+            mux.send_json({"op": "spawn", "command": command, "cwd": start, "stdout": out_id,
+                           "stderr": None, "stdin": None, "status": status_id,
+                           "track_cwd": self.track_cwd})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pump)
                 with anyio.move_on_after(timeout):
@@ -113,9 +134,12 @@ class HelperCommands:
         if status.get("error"):
             raise WorkspaceError(f"{mux.where}: {status['error']}")
         output, omitted = head_tail.result()
+        ended = status.get("cwd") if self.track_cwd else None
+        if ended:
+            self.tracked = ended
         return CommandResult(exit_code=None if timed_out else status.get("code"),
                              output=self.paths.back(output), omitted_bytes=omitted,
-                             timed_out=timed_out)
+                             timed_out=timed_out, cwd=self.paths.back(ended) if ended else None)
 
     async def _kill(self, status_id: int, box: Any) -> dict[str, Any] | None:
         """SIGTERM the command's group, SIGKILL after TERM_GRACE_S; its final status."""
@@ -142,8 +166,8 @@ def _status(raw: bytes) -> dict[str, Any] | None:
 class RemoteWorkspace(HelperCommands):
     """Files and commands in the environment (SSH host, cloud sandbox)."""
 
-    def __init__(self, mux: Mux, paths: PathMap, base: Workspace) -> None:
-        super().__init__(mux, paths)
+    def __init__(self, mux: Mux, paths: PathMap, base: Workspace, *, track_cwd: bool = False) -> None:
+        super().__init__(mux, paths, track_cwd=track_cwd)
         self.cwd = base.cwd
         self.roots = base.roots
 

@@ -53,6 +53,7 @@ SCHEMAS: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
         "workdir": ((str, type(None)), None, "remote project copy (default ~/.talaria/work/NAME-HASH)"),
         "sync": (str, "auto", "auto (rsync if both ends have it, else tar), rsync or tar"),
         "options": (list, [], "more `-o` options for ssh"),
+        "track_cwd": (bool, True, "a `cd` carries over to the next command, as in a terminal there"),
     },
     "singularity": {
         "binary": ((str, type(None)), None, "apptainer or singularity (default: whichever is found)"),

@@ -65,6 +65,8 @@ class SshEnvironment:
         self.mux: Mux | None = None
         self.workdir: PurePosixPath | None = None
         self.synced_at: float | None = None
+        self.workspace: RemoteWorkspace | None = None
+        """Kept across calls: it carries the tracked working directory."""
         self.ssh = shutil.which("ssh")
 
     @property
@@ -111,7 +113,10 @@ class SshEnvironment:
             if self.synced_at is None:  # a reconnection must not overwrite what was done there
                 await self.sync_up()
         assert self.workdir is not None
-        return RemoteWorkspace(self.mux, PathMap(self.cwd, self.workdir), base)
+        if self.workspace is None or self.workspace.mux is not self.mux:
+            self.workspace = RemoteWorkspace(self.mux, PathMap(self.cwd, self.workdir), base,
+                                             track_cwd=bool(self.settings["track_cwd"]))
+        return self.workspace
 
     # -- sync ----------------------------------------------------------------------------
 

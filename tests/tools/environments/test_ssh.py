@@ -77,3 +77,20 @@ async def test_an_unreachable_host_is_one_line(request: pytest.FixtureRequest, p
     failed = await call(ws, "terminal", command="true")
     assert "Connection refused" in failed["error"] and "\n" not in failed["error"]
     ws.close()
+
+
+async def test_cd_carries_over_to_the_next_command(request: pytest.FixtureRequest, project: Path) -> None:
+    ws = make_workspace("ssh", request, project)
+    try:
+        moved = await call(ws, "terminal", command="mkdir -p a/b && cd a/b")
+        assert moved["cwd"] == str(project / "a" / "b")  # said in the result, as a local path
+        here = await call(ws, "terminal", command="pwd")
+        assert here["output"].strip() == str(project / "a" / "b")
+        other = await call(ws, "terminal", command="pwd", workdir="a")  # an explicit one wins
+        assert other["output"].strip() == str(project / "a")
+        await call(ws, "terminal", command="cd .. && rm -rf b")  # ends in a, removes b
+        await call(ws, "terminal", command="cd b 2>/dev/null; rm -rf ../a")  # a is gone now
+        back = await call(ws, "terminal", command="pwd")
+        assert back["output"].strip() == str(project)  # the tracked dir vanished: the project
+    finally:
+        ws.close()
