@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import acp, batch, compaction, core, environments, execute_code, stall
+from benchmarks import acp, batch, compaction, core, environments, execute_code, recall, stall
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **stall.BENCHMARKS, **environments.BENCHMARKS}
+          **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **environments.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:
