@@ -195,7 +195,8 @@ async def run_over_acp(
     from talaria.acp_server.client.core import AcpClient, allow_all
 
     env = child_env()
-    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
+    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS"),
+                      ("environment", "TALARIA_ENVIRONMENT")):
         if flags.get(name) is not None:
             env[var] = str(flags[name])
     permission = allow_all if yes else policy or TerminalAsker()

@@ -84,3 +84,21 @@ async def test_a_timeout_kills_the_kernel_there_and_the_next_call_gets_a_new_one
         assert after["status"] == "success" and "new" in after.get("kernel", "")
     finally:
         session.close()
+
+
+async def test_a_cancelled_script_dies_there(workspace: EnvWorkspace, project: Path) -> None:
+    session = session_on(workspace, project)
+    try:
+        await execute(session, "print('warm')")
+        with anyio.move_on_after(2.0):
+            await execute(session, "import os\nopen('c.pid','w').write(str(os.getpid()))\n"
+                                   "while True: pass")
+        if not workspace.is_local:  # locally its pid is the sandbox's (tests/tools/execute_code)
+            check = await call_nested(session, "terminal", {"command": (
+                "s=$(cut -d' ' -f3 /proc/$(cat c.pid)/stat 2>/dev/null); "
+                "if [ -z \"$s\" ] || [ \"$s\" = Z ]; then echo gone; else echo alive; fi")})
+            assert check["output"].strip() == "gone"
+        again = await execute(session, "print('next')")
+        assert again["output"].strip() == "next"
+    finally:
+        session.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from talaria.agent.tool_runner import invoke
@@ -94,3 +95,12 @@ async def state(ws: EnvWorkspace, pid: str) -> str:
         f"s=$(cut -d' ' -f3 /proc/{pid}/stat 2>/dev/null); "
         "if [ -z \"$s\" ] || [ \"$s\" = Z ]; then echo gone; else echo alive; fi"))
     return str(check["output"].strip())
+
+
+async def test_a_cancelled_command_is_killed_there(workspace: EnvWorkspace) -> None:
+    await call(workspace, "terminal", command="true")  # started
+    with anyio.move_on_after(1.5):
+        await call(workspace, "terminal", command="echo $$ > shell.pid; sleep 300 & wait")
+    assert await state(workspace, "$(cat shell.pid)") == "gone"
+    left = await call(workspace, "terminal", command="ps -o args 2>/dev/null | grep -c '^sleep 300$' || true")
+    assert left["output"].strip() == "0"
