@@ -95,7 +95,10 @@ def spawn(mux: Mux, paths: PathMap, settings: ExecSettings, cwd: Path, stubs: st
           *, ahead: bool = False) -> RemoteKernel:
     """Start a kernel through the helper; returns at once (the first `run` waits for it)."""
     tag = f"talaria-kernel-{secrets.token_hex(6)}"
-    ids = [mux.inbox() for _ in range(4)]  # channel, stdout, stderr, status
+    # Output between scripts is dropped at each script's start anyway (PipeReader.reset): those
+    # streams are lossy, so a script's leftover thread printing forever cannot stall the mux.
+    ids = [mux.inbox(), mux.inbox(lossy=True), mux.inbox(lossy=True), mux.inbox()]
+    # channel, stdout, stderr, status
     (chan_id, chan), (out_id, out), (err_id, err), (status_id, status) = ids
     remote_cwd = paths.out(cwd) if settings.mode == "project" else "{dir}"
     try:

@@ -38,6 +38,8 @@ CALL_TIMEOUT_S = 120.0
 """For one file call (read, write, stat, search has its own bound inside)."""
 INLINE_SEND_BYTES = 1 << 16
 """A larger message is written from a worker thread, not the event loop's."""
+LOSSY_BUFFER_BYTES = 4 * 1024 * 1024
+"""What a lossy stream holds unread before it drops (if the kernel allows a buffer that big)."""
 STDERR_LINES = 20
 """Lines of the door's stderr kept to explain a lost connection."""
 BOOT_ARGV = ["python3", "-I", "-S", "-u", "-c", BOOT]
@@ -45,11 +47,32 @@ BOOT_ARGV = ["python3", "-I", "-S", "-u", "-c", BOOT]
 
 
 class Inbox:
-    """One stream from the helper: the reader thread writes, async code reads."""
+    """One stream from the helper: the reader thread writes, async code reads.
 
-    def __init__(self) -> None:
+    `lossy`: for output nobody may be reading for a while (a kernel's stdout between scripts,
+    which a local pipe would hold until the writer blocks): what the socket cannot take at
+    once is dropped, so one idle stream never stalls the connection's other streams."""
+
+    def __init__(self, lossy: bool = False) -> None:
         self.reader, self.writer = socket.socketpair()
         self.reader.setblocking(False)
+        self.lossy = lossy
+        self.dropped = 0
+        if lossy:
+            with contextlib.suppress(OSError):  # the kernel caps it (net.core.wmem_max)
+                self.writer.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, LOSSY_BUFFER_BYTES)
+            self.writer.setblocking(False)
+
+    def put(self, payload: bytes) -> None:
+        """From the reader thread: `payload` for the async side (OSError: it gave up)."""
+        if not self.lossy:
+            self.writer.sendall(payload)
+            return
+        try:
+            sent = self.writer.send(payload)
+        except BlockingIOError:
+            sent = 0
+        self.dropped += len(payload) - sent
 
     async def read(self) -> bytes:
         """The next chunk; b"" at the end of the stream."""
@@ -154,10 +177,10 @@ class Mux:
         for i in range(0, len(data or b""), 1 << 16):
             self.send(DATA, stream, (data or b"")[i:i + (1 << 16)])
 
-    def inbox(self) -> tuple[int, Inbox]:
-        """A new stream id and where its data arrives."""
+    def inbox(self, *, lossy: bool = False) -> tuple[int, Inbox]:
+        """A new stream id and where its data arrives (see `Inbox` for `lossy`)."""
         stream = next(self._ids)
-        box = Inbox()
+        box = Inbox(lossy)
         with self._lock:
             if self.lost is not None:
                 box.writer.close()
@@ -228,7 +251,7 @@ class Mux:
                     if kind == EOF:
                         box.writer.close()
                     elif payload:
-                        box.writer.sendall(payload)
+                        box.put(payload)
                 except OSError:  # the reader gave the stream up
                     pass
         except (OSError, ValueError):

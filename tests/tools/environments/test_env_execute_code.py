@@ -102,3 +102,18 @@ async def test_a_cancelled_script_dies_there(workspace: EnvWorkspace, project: P
         assert again["output"].strip() == "next"
     finally:
         session.close()
+
+
+async def test_a_thread_printing_between_scripts_does_not_stall_the_environment(
+        workspace: EnvWorkspace, project: Path) -> None:
+    session = session_on(workspace, project)
+    try:
+        await execute(session, "import threading, sys\n"
+                               "def spam():\n    while True: sys.stdout.write('x' * 65536)\n"
+                               "threading.Thread(target=spam, daemon=True).start()\nprint('started')")
+        await anyio.sleep(1.0)  # megabytes written meanwhile, read by nobody
+        with anyio.fail_after(60):
+            ran = await call_nested(session, "terminal", {"command": "echo still here"})
+        assert ran["output"].strip() == "still here"
+    finally:
+        session.close()
