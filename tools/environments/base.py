@@ -97,7 +97,6 @@ class EnvWorkspace:
         self.roots = base.roots
         self._active: Workspace | None = None
         self._lock = anyio.Lock()
-        self.on_close: list[Callable[[], None]] = []
 
     @property
     def name(self) -> str:
@@ -136,8 +135,6 @@ class EnvWorkspace:
         return self.env.spec.backend == "local"
 
     def close(self) -> None:
-        for hook in self.on_close:
-            hook()
         self.env.close()
 
     async def read_text(self, path: Path) -> str:

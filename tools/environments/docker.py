@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import anyio
 
@@ -108,7 +107,6 @@ class DockerEnvironment:
         self.mux: Mux | None = None
         self.execs: ExecCommands | None = None
         """Set when the image has no python3: commands then run by one exec each."""
-        self.started_container = False
 
     @property
     def where(self) -> str:
@@ -177,7 +175,6 @@ class DockerEnvironment:
         made = engine_run(self.run_argv(engine))
         if made.returncode != 0:
             raise EnvError(f"{Path(engine).name} run failed: {last_line(made.stderr)}")
-        self.started_container = True
 
     def _state(self, engine: str) -> str | None:
         found = engine_run([engine, "inspect", "--type", "container", "--format",
@@ -195,12 +192,3 @@ class DockerEnvironment:
         else:
             engine_run([self.engine, "rm", "-f", "-t", "0", self.name])
         self.engine = None
-
-    def check(self) -> dict[str, Any]:
-        """Facts for `talaria env check`: engine and image."""
-        engine = find_engine(self.settings["engine"])
-        image = self.settings["image"]
-        present = engine_run([engine, "image", "inspect", image]).returncode == 0
-        if not present:
-            raise EnvError(f"image {image!r} not found in {Path(engine).name}")
-        return {"engine": engine, "image": image}
