@@ -133,7 +133,9 @@ class AcpServer:
         if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
             mode = self.config.mode if self.config.mode in MODES else "default"
         session_id = session_id or new_session_id()
-        workspace = EditorWorkspace(self.peer, session_id, self.client_capabilities, LocalWorkspace(cwd))
+        workspace = self._environment(
+            EditorWorkspace(self.peer, session_id, self.client_capabilities, LocalWorkspace(cwd)),
+            session_id)
         door = AcpDoor(
             self.peer, session_id, workspace, compaction_updates=self._client_compaction(),
             config_options=lambda: self._config_options(self.sessions[session_id]),
@@ -147,6 +149,18 @@ class AcpServer:
         )
         self.sessions[session.id] = session
         return session
+
+    def _environment(self, base: Any, session_id: str) -> Any:
+        """The configured execution environment around `base` (started at its first tool
+        call); a table that does not check out leaves the session on local, with a warning."""
+        from talaria.agent.runtime import environment_workspace
+        from talaria.tools.errors import EnvError
+
+        try:
+            return environment_workspace(self.config, base, session_id)
+        except EnvError as exc:
+            log.warning("%s; this session runs on local", exc)
+            return environment_workspace(self.config, base, session_id, "local")
 
     async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)

@@ -173,7 +173,13 @@ class Config:
     skills_curate_days: int = setting(
         30, "TALARIA_SKILLS_CURATE_DAYS",
         "`talaria skills curate` archives agent-written skills unused this many days.", _positive)
+    environment: str = setting(
+        "local", "TALARIA_ENVIRONMENT",
+        "Where commands run and files live: local, docker, ssh, singularity, modal, daytona, "
+        "vercel or a [environments.NAME] table, as NAME or NAME:ARG (ssh:host, docker:image).")
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`[environments.NAME]` tables: each environment's settings."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
@@ -293,7 +299,18 @@ def load_config(
     providers = file_values.get("providers", {})
     if not isinstance(providers, dict):
         raise ValueError(f"{path}: [providers] must be a table of tables")
-    return Config(home=home, providers=providers, sources=sources, credentials=credentials, **values)
+    environments = file_values.get("environments", {})
+    if not isinstance(environments, dict) or not all(isinstance(t, dict) for t in environments.values()):
+        raise ValueError(f"{path}: [environments] must be a table of tables")
+    from talaria.tools.environments.spec import check_name
+    from talaria.tools.errors import EnvError
+
+    try:
+        check_name(values["environment"], environments)
+    except EnvError as exc:
+        raise ValueError(f"bad value for environment ({sources['environment']}): {exc}") from None
+    return Config(home=home, providers=providers, environments=environments, sources=sources,
+                  credentials=credentials, **values)
 
 
 def mask(secret: str) -> str:
@@ -318,6 +335,9 @@ def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple
         source = config.sources.get(f.name, "default")
         rows.append((f.name, shown, origin(f.env) if source == f"env {f.env}" else source))
     rows.append(("context_window (effective)", str(config.window_for(config.model)), "derived"))
+    for name, table in sorted(config.environments.items()):
+        for key, value in sorted(table.items()):
+            rows.append((f"environments.{name}.{key}", str(value), "config.toml"))
     for name, table in sorted(config.providers.items()):
         for key, value in sorted(table.items()):
             rows.append((f"providers.{name}.{key}", str(value), "config.toml"))

@@ -1,5 +1,6 @@
 """Options a user changes on a running session: permission mode, model, reasoning effort,
-where execute_code runs, and whether the background review learns from it.
+where execute_code runs, the execution environment (where commands run, files live), and
+whether the background review learns from it.
 
 Front doors list them (`options`) in their own shape (ACP config options and modes, LSP
 settings) and change them with `set_option`, which validates the value, applies it to the
@@ -74,7 +75,19 @@ def options(session: Session, config: Config) -> list[Option]:
         *([Option("self_improvement", "Learn from this session", "_talaria_learning",
                   "on" if skills.review else "off", (Choice("on", "On"), Choice("off", "Off")))]
           if (skills := session.tool_state.skills) is not None else []),
+        environment_option(session, config),
     ]
+
+
+def environment_option(session: Session, config: Config) -> Option:
+    from talaria.tools.environments.base import environment_of
+    from talaria.tools.environments.spec import choices
+
+    ws = environment_of(session.workspace)
+    current = ws.name if ws is not None else "local"
+    names = dict.fromkeys([current, *choices(config.environments)])
+    return Option("environment", "Environment", "_talaria_env", current,
+                  tuple(Choice(n, n) for n in names))
 
 
 async def set_option(session: Session, config: Config, option: str, value: object) -> None:
@@ -101,9 +114,31 @@ async def set_option(session: Session, config: Config, option: str, value: objec
         if value not in ("on", "off"):
             raise OptionError(f"self_improvement is on or off, not {value!r}")
         session.tool_state.skills.review = value == "on"
+    elif option == "environment":
+        await _set_environment(session, config, value)
     else:
         raise OptionError(f"unknown config option {option!r}")
     await session.door.emit(OptionChanged(option, value))
+
+
+async def _set_environment(session: Session, config: Config, value: str) -> None:
+    """Move the session to another environment; it is started first, and on failure the
+    session stays where it was (OptionError with the one-line cause)."""
+    from talaria.tools.environments.base import environment_of, open_environment
+    from talaria.tools.environments.spec import resolve
+    from talaria.tools.errors import EnvError
+
+    ws = environment_of(session.workspace)
+    if ws is None:
+        raise OptionError("this session's environment cannot be changed")
+    try:
+        env = open_environment(resolve(value, config.environments), cwd=session.cwd,
+                               session_id=session.id, home=config.home)
+        await ws.switch(env)
+    except EnvError as exc:
+        raise OptionError(f"{exc} (the session stays on {ws.name})") from None
+    if session.tool_state.kernel is not None:  # the next script starts where commands now run
+        session.tool_state.kernel.discard("the session moved to another environment")
 
 
 def _editor_mode(value: str) -> str:

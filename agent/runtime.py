@@ -21,7 +21,9 @@ from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
 
 if TYPE_CHECKING:
+    from talaria.tools.environments.base import EnvWorkspace
     from talaria.tools.execute_code.pool import KernelPool
+    from talaria.tools.workspace import Workspace
 
 
 def open_store(config: Config) -> Store:
@@ -46,6 +48,18 @@ def make_provider(config: Config, model: str | None = None) -> Provider:
     return create_retrying_provider(
         chosen, list(config.fallback_models), providers=config.providers, env=config.provider_env()
     )
+
+
+def environment_workspace(config: Config, base: Workspace, session_id: str,
+                          name: str | None = None) -> EnvWorkspace:
+    """`base` (the door's own workspace) in the session's execution environment: `name`
+    (NAME[:ARG]) or the configured one. Not started yet; EnvError for a bad name or table."""
+    from talaria.tools.environments.base import EnvWorkspace, open_environment
+    from talaria.tools.environments.spec import resolve
+
+    spec = resolve(name or config.environment, config.environments)
+    env = open_environment(spec, cwd=base.cwd, session_id=session_id, home=config.home)
+    return EnvWorkspace(base, env)
 
 
 def new_session_id() -> str:
@@ -102,6 +116,10 @@ def new_session(
             kernels=kernels,
         ),
     )
+    from talaria.tools.environments.base import environment_of
+
+    if (env := environment_of(door.workspace)) is not None:  # torn down with the session
+        session.tool_state.cleanups["environment"] = env.close
     if store is not None:
         from functools import partial
 
@@ -115,7 +133,7 @@ def new_session(
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
     attach_learning(session, config)
-    if prestart and session.tool("execute_code") is not None:
+    if prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
         from talaria.tools.execute_code.tool import prestart as prestart_kernel
 
         prestart_kernel(session.tool_state, cwd, session.id)

@@ -27,6 +27,7 @@ from talaria.agent.events import (
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
 from talaria.tools.context import ToolContext
+from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import ToolError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import ToolSpec
@@ -45,6 +46,14 @@ class PlannedCall:
     spec: ToolSpec | None
     paths: tuple[Path, ...]
     error: str | None = None
+    where: str | None = None
+    """Where the call acts when that is not this machine's project (an SSH host, a container):
+    its card's title says so."""
+
+    @property
+    def title(self) -> str:
+        title = self.spec.call_title(self.args) if self.spec else self.name
+        return f"{title} [on {self.where}]" if self.where else title
 
 
 def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
@@ -73,7 +82,8 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     )
     if not paths and spec.default_path:
         paths = (session.cwd,)
-    return PlannedCall(call.id, call.name, args, spec, paths)
+    where = acting_where(session.workspace, spec.kind)
+    return PlannedCall(call.id, call.name, args, spec, paths, where=where)
 
 
 async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None:
@@ -111,7 +121,7 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
         call_tool=lambda name, args: call_nested(session, name, args),
     )
     decision = await session.permissions.decide(
-        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.spec.call_title(p.args),
+        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.title,
         paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
     )
     if decision.refusal:
@@ -171,9 +181,8 @@ async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict
 
 
 def started_event(p: PlannedCall) -> ToolCallStarted:
-    title = p.spec.call_title(p.args) if p.spec else p.name
     kind = p.spec.kind if p.spec else "other"
-    return ToolCallStarted(p.id, p.name, title, kind, tuple(map(str, p.paths)), p.args)
+    return ToolCallStarted(p.id, p.name, p.title, kind, tuple(map(str, p.paths)), p.args)
 
 
 async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:

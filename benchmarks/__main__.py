@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import acp, batch, compaction, core, execute_code, learning, recall, stall
+from benchmarks import (
+    acp,
+    batch,
+    compaction,
+    core,
+    environments,
+    execute_code,
+    learning,
+    recall,
+    stall,
+)
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS}
+          **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
+          **environments.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,8 @@ model sees. Defined here, in the lowest layer, so every layer can subclass `Tala
     │   ├── WorkspaceError       a file or command failed (binary, too large, not a file, the
     │   │                        editor refused or did not answer)               [here]
     │   ├── KernelError          execute_code's interpreter could not start     [here]
+    │   ├── EnvError             an execution environment cannot start, is misconfigured,
+    │   │                        or its connection dropped (talaria.tools.environments) [here]
     │   └── SandboxError         no sandbox tier can confine the child as asked [here]
     ├── ProviderError            a model call failed; its classified tree (auth, rate limit,
     │                            overflow, ...) is drawn in talaria.agent.providers.errors
@@ -42,6 +44,12 @@ class WorkspaceError(ToolError):
 
 class KernelError(ToolError):
     """execute_code's kernel could not be started (no interpreter, sandbox failure...)."""
+
+
+class EnvError(WorkspaceError):
+    """An execution environment (container, SSH host, cloud sandbox) cannot be used: unknown
+    name, missing engine or SDK, image not found, host unreachable, connection dropped. The
+    message is one line: the cause and what to do."""
 
 
 class SandboxError(ToolError):

@@ -79,6 +79,8 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         out["error"] = f"Command timed out after {timeout} s and was killed"
     if ctx.sandbox is not None and result.exit_code != 0:
         out["sandbox"] = SANDBOX_NOTE + ("" if ctx.sandbox.network else " No network.")
+    if result.cwd and result.cwd != str(cwd):  # the next command starts there (an SSH host)
+        out["cwd"] = result.cwd
     if terminal_id or result.terminal_id:
         out["_terminal_id"] = terminal_id or result.terminal_id
     return out

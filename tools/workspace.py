@@ -30,6 +30,8 @@ class CommandResult:
     timed_out: bool = False
     terminal_id: str | None = None
     """Set when the command ran in the editor's terminal."""
+    cwd: str | None = None
+    """Where the shell ended, when the workspace carries it to the next command (SSH)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     batch.add_argument("--workers", type=int, default=4, help="tasks at once (default: 4)")
     batch.add_argument("--model", help="provider:model for tasks without their own")
     batch.add_argument("--max-turns", type=int, help="model calls allowed per task")
+    batch.add_argument("--env", metavar="NAME[:ARG]",
+                       help="execution environment of tasks without their own (docker, ssh:HOST...)")
     batch.add_argument("--toolsets", nargs="+", metavar="NAME",
                        help="toolsets or tool names (comma or space separated; default: core)")
     batch.add_argument("--task-timeout", type=float, help="wall seconds per task (default: 1800)")
@@ -61,7 +63,7 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         workers=args.workers, model=args.model, max_turns=args.max_turns, toolsets=toolsets,
         resume=args.resume, retry_failed=args.retry_failed, executor=args.executor,
         address=args.address, task_timeout=args.task_timeout,
-        keep_workspaces=args.keep_workspaces,
+        keep_workspaces=args.keep_workspaces, environment=args.env,
     )
     try:
         result = run_batch(options)

@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="allow every tool call without asking")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
+    run.add_argument("--env", metavar="NAME[:ARG]",
+                     help="execution environment: local, docker[:IMAGE], ssh:HOST, singularity:IMAGE, "
+                          "modal, daytona, vercel, or a [environments.NAME] table")
     run.add_argument("--acp", action="store_true",
                      help="run through the protocol: `talaria acp` as a child, this process its editor")
 
@@ -61,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--base-url", help="OpenAI-compatible endpoint (custom, ollama, openrouter)")
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
+    env = sub.add_parser("env", help="execution environments: what works on this machine")
+    env_sub = env.add_subparsers(dest="env_command", required=True)
+    env_check = env_sub.add_parser("check", help="one line per environment: engine, image, host, SDK")
+    env_check.add_argument("name", nargs="?", help="one environment (NAME or NAME:ARG); default: all")
+    env_check.add_argument("--cwd", default=".", help="project directory (default: current)")
     from talaria.acp_server.cli import batch as batch_cli
     from talaria.acp_server.cli import skills as skills_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
@@ -110,11 +118,30 @@ def _dispatch(args: argparse.Namespace) -> int:
         from talaria.acp_server.cli.skills import run as skills
 
         return skills(args)
+    if args.command == "env":
+        return _env_check(args)
     if args.command == "trajectories":
         from talaria.acp_server.cli.trajectories import run as trajectories
 
         return trajectories(args)
     return exits.USAGE
+
+
+def _env_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from talaria.agent.config import load_config
+    from talaria.tools.environments.doctor import report
+
+    try:
+        config = load_config()
+    except ValueError as exc:
+        print(f"talaria: {exc}", file=sys.stderr)
+        return exits.USAGE
+    lines, ok = report([args.name] if args.name else None, config.environments,
+                       Path(args.cwd).resolve())
+    print("\n".join(lines))
+    return 0 if ok or not args.name else 1
 
 
 def _config() -> int:

@@ -147,23 +147,35 @@ async def run_task(
     from talaria.agent.config import load_config
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
-    from talaria.agent.runtime import make_provider, new_session, open_store
+    from talaria.agent.runtime import (
+        environment_workspace,
+        make_provider,
+        new_session,
+        new_session_id,
+        open_store,
+    )
     from talaria.agent.skills.review import after_turn
     from talaria.tools.local.workspace import LocalWorkspace
 
     config = load_config(flags)
+    session_id = new_session_id()
+    workspace = environment_workspace(config, LocalWorkspace(cwd), session_id)
     store = open_store(config)
+    session = None
     try:
-        door = LocalDoor(LocalWorkspace(cwd), on_event=view,
-                         asker=local_asker(policy or TerminalAsker()))
+        await workspace.active()  # a missing engine or host is one line now, not a tool error
+        door = LocalDoor(workspace, on_event=view, asker=local_asker(policy or TerminalAsker()))
         session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
-                              store=store, mode="bypass" if yes else None, prestart=True)
+                              store=store, mode="bypass" if yes else None, prestart=True,
+                              session_id=session_id)
         reason = await run_turn(session, prompt)
         # The answer is printed; a due background review runs now, its notices after it.
         if (review := after_turn(session, config)) is not None:
             await review()
         return reason, session.id, store.path
     finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(session.close if session else workspace.close)
         store.close()
 
 
@@ -187,7 +199,8 @@ async def run_over_acp(
     from talaria.acp_server.client.core import AcpClient, allow_all
 
     env = child_env()
-    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
+    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS"),
+                      ("environment", "TALARIA_ENVIRONMENT")):
         if flags.get(name) is not None:
             env[var] = str(flags[name])
     permission = allow_all if yes else policy or TerminalAsker()
@@ -211,6 +224,7 @@ def run_cli(args: argparse.Namespace) -> int:
     """Exit status: see `talaria.acp_server.cli.exits` (Ctrl-C is handled by `main`)."""
     from talaria.acp_server.jsonrpc import PeerError, RpcError
     from talaria.agent.providers.errors import ProviderError
+    from talaria.tools.errors import EnvError
     from talaria.tools.procs import reap_orphans
 
     reap_orphans()  # what a crashed agent left running
@@ -226,7 +240,8 @@ def run_cli(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"talaria: --mode: {exc}", file=sys.stderr)
             return exits.USAGE
-    flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
+    flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns,
+             "environment": getattr(args, "env", None)}
     policy = TerminalAsker()
     view = TerminalView(sys.stdout, as_json=args.json, unasked=policy.unasked)
     task = run_over_acp if getattr(args, "acp", False) else run_task
@@ -244,7 +259,7 @@ def run_cli(args: argparse.Namespace) -> int:
     except PeerError as exc:
         _error_line(view, f"the agent stopped answering ({exc})")
         return exits.NOT_DONE
-    except ValueError as exc:
+    except (ValueError, EnvError) as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return exits.USAGE
     summary = {"stop_reason": reason, "session": session_id, "tool_calls": view.tool_calls,

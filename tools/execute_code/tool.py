@@ -96,9 +96,18 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
-    kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
-        fingerprint(settings, ctx.cwd, env),
-        lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
+    remote = await environment_helper(ctx)
+    if remote is not None:  # the kernel runs where the environment's commands run
+        from talaria.tools.environments import kernel as remote_kernel
+
+        kernel, fresh, ended = await slot.acquire(
+            remote_kernel.remote_fingerprint(settings, ctx.cwd, remote.mux.where),
+            lambda: remote_kernel.start(remote.mux, remote.paths, settings, ctx.cwd,
+                                        stub_source(EXEC_TOOLS)))
+    else:
+        kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
+            fingerprint(settings, ctx.cwd, env),
+            lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
     spill = settings.cache() / f"{kernel.tag}-{kernel.cells + 1}.out"
     try:
         cell = await kernel.run(code, settings, ctx.call_tool, frozenset(EXEC_TOOLS), spill)
@@ -108,8 +117,24 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         raise
     if cell.status in ("timeout", "interrupted"):
         slot.discard(None)  # already dead; this result says so
-        prestart(ctx.state, ctx.cwd, ctx.session_id)  # the model will likely try again
+        if remote is None:
+            prestart(ctx.state, ctx.cwd, ctx.session_id)  # the model will likely try again
     return result(cell, kernel, settings, fresh=fresh, ended=ended)
+
+
+async def environment_helper(ctx: ToolContext) -> Any:
+    """The session's environment helper when commands run elsewhere (container, SSH), else
+    None. EnvError (the environment could not start) becomes the call's error."""
+    from talaria.tools.environments.base import environment_of
+
+    ws = environment_of(ctx.workspace)
+    if ws is None or ws.is_local:
+        return None
+    helper = await ws.helper()
+    if helper is None:  # commands run elsewhere but no helper runs there: never fall back here
+        raise KernelError(f"execute_code cannot run in {ws.where}: it needs python3 >= 3.8 "
+                          "there (the image has none); use terminal, or an image with python3")
+    return helper
 
 
 def prestart(state: ToolState, cwd: Path, session_id: str) -> bool:

@@ -25,18 +25,23 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from fnmatch import fnmatchcase
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 
+from talaria.tools.local.walk import (
+    MAX_FILE_BYTES,
+    MAX_LINE_CHARS,
+    MAX_MATCHES,
+    SKIP_DIRS,
+    expand_braces,
+    glob_ok,
+    py_content,
+    py_files,
+)
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
-SKIP_DIRS = ("node_modules", "__pycache__")
-MAX_MATCHES = 10_000
-MAX_LINE_CHARS = 2_000
-MAX_FILE_BYTES = 10 * 1024 * 1024
 SEARCH_TIMEOUT_S = 60.0
 _GLOB_CHARS = frozenset("*?[{")
 
@@ -73,9 +78,9 @@ async def _search(
                 names = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
                 if rg:
                     return await _rg_files(rg, root_s, names, globs)
-                return await anyio.to_thread.run_sync(
-                    _py_files, root_s, names, globs, deadline, abandon_on_cancel=True
-                )
+                return _matches(await anyio.to_thread.run_sync(
+                    py_files, root_s, names, globs, deadline, MAX_MATCHES, abandon_on_cancel=True
+                ))
             try:
                 regex = re.compile(pattern)
             except re.error as exc:
@@ -84,122 +89,23 @@ async def _search(
                 found = await _rg_content(rg, root_s, pattern, globs)
                 if found is not None:
                     return found
-            return await anyio.to_thread.run_sync(
-                _py_content, root_s, regex, globs, deadline, abandon_on_cancel=True
-            )
+            return _matches(await anyio.to_thread.run_sync(
+                py_content, root_s, regex, globs, deadline, MAX_MATCHES, abandon_on_cancel=True
+            ))
     except TimeoutError:
         raise WorkspaceError(
             f"search timed out after {SEARCH_TIMEOUT_S:.0f} s; narrow the path or file_glob"
         ) from None
 
 
-def expand_braces(glob: str) -> list[str]:
-    """`*.{ts,tsx}` -> [`*.ts`, `*.tsx`] (one level per brace pair, nested pairs expand too)."""
-    m = re.search(r"\{([^{}]*)\}", glob)
-    if not m:
-        return [glob]
-    out: list[str] = []
-    for alt in m.group(1).split(","):
-        out += expand_braces(glob[: m.start()] + alt + glob[m.end() :])
-    return out
-
-
-def glob_ok(rel: str, globs: list[str]) -> bool:
-    """Whether relative path `rel` matches one of `globs` (name, or path when it has a `/`)."""
-    name = rel.rsplit("/", 1)[-1]
-    for g in globs:
-        if "/" in g:  # fnmatch's * crosses "/", so "**/" may also stand for no directory
-            g = g.removeprefix("./")
-            if fnmatchcase(rel, g) or fnmatchcase(rel, g.replace("**/", "")):
-                return True
-        elif fnmatchcase(name, g):
-            return True
-    return False
+def _matches(found: list[tuple[str, int | None, str | None]]) -> list[SearchMatch]:
+    return [SearchMatch(*m) for m in found]
 
 
 def _rel(path: str, root: str) -> str:
     if not os.path.isdir(root):
         return os.path.basename(root)
     return os.path.relpath(path, root).replace(os.sep, "/")
-
-
-def _walk(root: str) -> Iterator[tuple[str, str]]:
-    """(relative path, full path) of searchable files, in rg's `--sort path` order."""
-    if not os.path.isdir(root):
-        yield os.path.basename(root), root
-        return
-
-    def visit(d: str, prefix: str) -> Iterator[tuple[str, str]]:
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError:
-            return
-        for e in entries:
-            if e.name.startswith(".") or e.is_symlink():
-                continue
-            if e.is_dir(follow_symlinks=False):
-                if e.name not in SKIP_DIRS:
-                    yield from visit(e.path, f"{prefix}{e.name}/")
-            elif e.is_file(follow_symlinks=False):
-                yield prefix + e.name, e.path
-
-    yield from visit(root, "")
-
-
-def _py_files(
-    root: str, names: list[str], globs: list[str] | None, deadline: float
-) -> list[SearchMatch]:
-    out: list[SearchMatch] = []
-    for rel, _ in _walk(root):
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        if glob_ok(rel, names) and (globs is None or glob_ok(rel, globs)):
-            out.append(SearchMatch(rel))
-            if len(out) >= MAX_MATCHES:
-                break
-    return out
-
-
-def _prefilter(regex: re.Pattern[str]) -> re.Pattern[str] | None:
-    """A whole-file regex that matches whenever some line matches, to skip files fast.
-    None for patterns where line and file context differ (anchors, look-behind)."""
-    if any(tok in regex.pattern for tok in ("\\A", "\\Z", "(?<")):
-        return None
-    return re.compile(regex.pattern, regex.flags | re.MULTILINE)
-
-
-def _py_content(
-    root: str, regex: re.Pattern[str], globs: list[str] | None, deadline: float
-) -> list[SearchMatch]:
-    out: list[SearchMatch] = []
-    quick = _prefilter(regex)
-    for rel, full in _walk(root):
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        if globs is not None and not glob_ok(rel, globs):
-            continue
-        try:
-            if os.path.getsize(full) > MAX_FILE_BYTES:
-                continue
-            with open(full, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        if b"\0" in data:
-            continue
-        text = data.decode("utf-8-sig", "replace")
-        if quick is not None and not quick.search(text.replace("\r\n", "\n")):
-            continue
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        for number, line in enumerate(lines, 1):
-            line = line.removesuffix("\r")
-            if regex.search(line):
-                out.append(SearchMatch(rel, number, line[:MAX_LINE_CHARS]))
-                if len(out) >= MAX_MATCHES:
-                    return out
-    return out
 
 
 def _has_nul(path: str) -> bool:

@@ -35,7 +35,8 @@ from talaria.agent.trajectories.batch.tasks import Task, load_tasks
 from talaria.agent.trajectories.batch.worker import DEFAULT_TIMEOUT_S, resolve_tools
 
 MAX_WORKERS = 256
-RESUMABLE = ("model", "max_turns", "toolsets", "task_timeout", "executor", "address")
+RESUMABLE = ("model", "max_turns", "toolsets", "task_timeout", "executor", "address",
+             "environment")
 """Options a `--resume` takes from the checkpoint when they are not given again."""
 
 
@@ -65,6 +66,8 @@ class BatchOptions:
     """Wall seconds per task (default DEFAULT_TIMEOUT_S)."""
     keep_workspaces: bool = False
     """Keep `tasks/<id>/` after each task (for inspection)."""
+    environment: str | None = None
+    """Where tasks without their own run (NAME[:ARG]; default: the configured environment)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ async def _drive(
                 job = {"task": task.to_dict(), "model": effective["model"],
                        "max_turns": effective["max_turns"], "toolsets": effective["toolsets"],
                        "timeout": effective["task_timeout"],
+                       "environment": effective.get("environment"),
                        "task_dir": str((tasks_root / task_dir_name(task.id)).resolve()),
                        "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex}
                 record = await executor.run(job)

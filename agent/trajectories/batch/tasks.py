@@ -4,7 +4,9 @@
      "id"?: str,                      stable id; default: a hash of the line's content
      "workspace"?: str,               a template directory copied fresh for this task
      "cwd"?: str,                     an existing directory used as is (not isolated)
-     "model"?: str, "toolsets"?: [str]}
+     "model"?: str, "toolsets"?: [str],
+     "environment"?: str}             where it runs (NAME[:ARG], see `talaria.tools.environments`):
+                                      each task gets its own container or sandbox
 
 A task's `index` is its 0-based position among the file's tasks (blank lines skipped, as
 Hermes' batch runner counts): it becomes the `prompt_index` of its trajectory line, which
@@ -39,6 +41,7 @@ class Task:
     cwd: str | None = None
     model: str | None = None
     toolsets: tuple[str, ...] | None = None
+    environment: str | None = None
     index: int = 0
     """0-based position in the tasks file (the line's `prompt_index`)."""
 
@@ -118,7 +121,11 @@ def _task(data: Any, base: Path, where: str) -> Task:
                 raise TaskFileError(f"{where}: {key} {directory} is not a directory")
             paths[key] = str(directory)
     model = data.get("model")
+    environment = data.get("environment")
+    if environment is not None and (not isinstance(environment, str) or not environment.strip()):
+        raise TaskFileError(f"{where}: \"environment\" must be a name such as \"docker\"")
     return Task(
+        environment=environment,
         id=str(task_id), prompt=prompt, model=str(model) if model else None,
         toolsets=tuple(toolsets) if toolsets is not None else None,
         workspace=paths.get("workspace"), cwd=paths.get("cwd"),

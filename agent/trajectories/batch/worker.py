@@ -132,7 +132,7 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
     from talaria.agent.providers.errors import ProviderError
-    from talaria.agent.runtime import new_session
+    from talaria.agent.runtime import environment_workspace, new_session, new_session_id
     from talaria.tools.local.workspace import LocalWorkspace
 
     task = job["task"]
@@ -148,10 +148,16 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
                          home=home)
         model = model or config.model
         tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
-        session = new_session(config, cwd=cwd, door=LocalDoor(LocalWorkspace(cwd)),
+        session_id = job.get("session_id") or new_session_id()
+        # Each task gets its own computer (a container per task): made here, torn down
+        # with the session below, so a failed task leaves nothing behind.
+        workspace = environment_workspace(
+            config, LocalWorkspace(cwd), session_id, task.get("environment") or job.get("environment"))
+        session = new_session(config, cwd=cwd, door=LocalDoor(workspace),
                               provider=_provider(config, model), store=_store(home),
-                              mode="bypass", tool_names=tool_names,
-                              session_id=job.get("session_id"))
+                              mode="bypass", tool_names=tool_names, session_id=session_id)
+        reason = "environment_error"
+        await workspace.active()
         model = session.provider.name
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])

@@ -1,0 +1,227 @@
+"""Workspaces over the environment helper: commands (`HelperCommands`) and, where the files
+live elsewhere, files too (`RemoteWorkspace`).
+
+Paths stay the project's local paths for the model, the permission checks and the cards;
+`PathMap` turns them into the environment's paths at this boundary (identity for a
+container with the project mounted at the same path; `~/.talaria/work/...` on an SSH host).
+A command runs in its own process group there; a timeout or a cancelled turn sends SIGTERM,
+then SIGKILL, to that group through the helper, so nothing is left running in the
+container or on the host. A connection lost mid-command is an EnvError, never a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from talaria.tools.environments.mux import Mux
+from talaria.tools.errors import EnvError, WorkspaceError
+from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
+from talaria.tools.local.walk import MAX_MATCHES, expand_braces
+from talaria.tools.local.workspace import TERM_GRACE_S, _HeadTail
+from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
+
+if TYPE_CHECKING:
+    from talaria.tools.sandbox.tiers import SandboxSpec
+
+STATUS_WAIT_S = 10.0
+"""After SIGKILL, how long the helper may take to report the command's end."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathMap:
+    """Local project root <-> its place in the environment."""
+
+    local: Path
+    remote: PurePosixPath
+
+    def out(self, path: Path) -> str:
+        """The environment's path for a local one (paths outside the project are kept)."""
+        try:
+            rel = Path(os.path.normpath(path)).relative_to(self.local)
+        except ValueError:
+            return str(path)
+        return str(self.remote / rel) if str(rel) != "." else str(self.remote)
+
+    def back(self, text: str) -> str:
+        """A remote path (or text that mentions it) with the project root as it is locally."""
+        if str(self.remote) == str(self.local):
+            return text
+        return text.replace(str(self.remote), str(self.local))
+
+
+class HelperCommands:
+    """`run` through the helper; the caller keeps files where they are.
+
+    With `track_cwd` (SSH), a command given no other directory than the project's starts
+    where the previous one ended, as in a terminal on that host (`cd` persists); the result
+    says where the shell ended. A tracked directory that is gone falls back to the project."""
+
+    def __init__(self, mux: Mux, paths: PathMap, *, track_cwd: bool = False) -> None:
+        self.mux = mux
+        self.paths = paths
+        self.track_cwd = track_cwd
+        self.tracked: str | None = None
+        """The remote directory the last command ended in (with `track_cwd`)."""
+
+    async def run(
+        self, command: str, *, cwd: Path, timeout: float, output_limit: int,
+        on_terminal: Callable[[str], Awaitable[None]] | None = None,
+        sandbox: SandboxSpec | None = None,
+    ) -> CommandResult:
+        start = self.paths.out(cwd)
+        tracked = self.track_cwd and self.tracked is not None and Path(cwd) == self.paths.local
+        if tracked:
+            start = str(self.tracked)
+        try:
+            return await self._run(command, start, timeout, output_limit)
+        except FileNotFoundError:
+            if not tracked:
+                raise
+            self.tracked = None  # it was removed meanwhile: back to the project
+            return await self._run(command, self.paths.out(cwd), timeout, output_limit)
+
+    async def _run(self, command: str, start: str, timeout: float, output_limit: int) -> CommandResult:
+        # A sandbox spec is not applied: the environment is the boundary (see the README).
+        mux = self.mux
+        out_id, out = mux.inbox()
+        status_id, status_box = mux.inbox()
+        head_tail = _HeadTail(output_limit)
+        status: dict[str, Any] | None = None
+        timed_out = False
+        drained = anyio.Event()
+
+        async def pump() -> None:
+            while chunk := await out.read():
+                head_tail.feed(chunk)
+            drained.set()
+
+        try:
+            mux.send_json({"op": "spawn", "command": command, "cwd": start, "stdout": out_id,
+                           "stderr": None, "stdin": None, "status": status_id,
+                           "track_cwd": self.track_cwd})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                with anyio.move_on_after(timeout):
+                    status = _status(await status_box.read_all())
+                if status is None and mux.lost is None:
+                    timed_out = True
+                    status = await self._kill(status_id, status_box)
+                with anyio.move_on_after(TERM_GRACE_S):
+                    await drained.wait()
+                tg.cancel_scope.cancel()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                if mux.lost is None and status is None:
+                    await self._kill(status_id, status_box)
+            raise
+        finally:
+            mux.drop(out_id)
+            mux.drop(status_id)
+        if status is None or not status:
+            raise EnvError(f"{mux.lost or f'the connection to {mux.where} was lost'} "
+                           "(the command's end is unknown)")
+        if status.get("type") in ("FileNotFoundError", "NotADirectoryError"):
+            raise FileNotFoundError(status.get("error"))
+        if status.get("error"):
+            raise WorkspaceError(f"{mux.where}: {status['error']}")
+        output, omitted = head_tail.result()
+        ended = status.get("cwd") if self.track_cwd else None
+        if ended:
+            self.tracked = ended
+        return CommandResult(exit_code=None if timed_out else status.get("code"),
+                             output=self.paths.back(output), omitted_bytes=omitted,
+                             timed_out=timed_out, cwd=self.paths.back(ended) if ended else None)
+
+    async def _kill(self, status_id: int, box: Any) -> dict[str, Any] | None:
+        """SIGTERM the command's group, SIGKILL after TERM_GRACE_S; its final status."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                self.mux.send_json({"op": "signal", "status": status_id, "sig": int(sig)})
+            except EnvError:
+                return None
+            with anyio.move_on_after(TERM_GRACE_S if sig == signal.SIGTERM else STATUS_WAIT_S):
+                return _status(await box.read_all()) or None
+        return None
+
+
+def _status(raw: bytes) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class RemoteWorkspace(HelperCommands):
+    """Files and commands in the environment (SSH host, cloud sandbox)."""
+
+    def __init__(self, mux: Mux, paths: PathMap, base: Workspace, *, track_cwd: bool = False) -> None:
+        super().__init__(mux, paths, track_cwd=track_cwd)
+        self.cwd = base.cwd
+        self.roots = base.roots
+
+    async def read_text(self, path: Path) -> str:
+        return str(await self.mux.call("read", path=self.paths.out(path)))
+
+    async def write_text(self, path: Path, text: str) -> None:
+        await self.mux.call("write", path=self.paths.out(path), text=text)
+
+    async def search(
+        self, pattern: str, *, root: Path, target: str = "content", file_glob: str | None = None,
+        limit: int = 50, offset: int = 0,
+    ) -> tuple[list[SearchMatch], int]:
+        if target not in ("content", "files"):
+            raise ValueError(f"target must be 'content' or 'files', not {target!r}")
+        args: dict[str, Any] = {"root": self.paths.out(root), "target": target,
+                                "globs": expand_braces(file_glob) if file_glob else None,
+                                "timeout": SEARCH_TIMEOUT_S, "max": MAX_MATCHES}
+        if target == "files":
+            args["names"] = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
+        else:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
+            args["pattern"] = pattern
+        found = await self.mux.call("search", within=SEARCH_TIMEOUT_S + 30, **args)
+        matches = [SearchMatch(*m) for m in found]
+        return matches[offset:offset + limit], len(matches)
+
+
+class Commands(Protocol):
+    async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
+                  on_terminal: Callable[[str], Awaitable[None]] | None = None,
+                  sandbox: SandboxSpec | None = None) -> CommandResult: ...
+
+
+class SplitWorkspace:
+    """Files through the door's workspace (the project is mounted), commands elsewhere."""
+
+    def __init__(self, files: Workspace, commands: Commands) -> None:
+        self.files = files
+        self.commands = commands
+        self.cwd = files.cwd
+        self.roots = files.roots
+
+    async def read_text(self, path: Path) -> str:
+        return await self.files.read_text(path)
+
+    async def write_text(self, path: Path, text: str) -> None:
+        await self.files.write_text(path, text)
+
+    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+        return await self.files.search(pattern, **kwargs)
+
+    async def run(self, command: str, **kwargs: Any) -> CommandResult:
+        return await self.commands.run(command, **kwargs)
