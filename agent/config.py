@@ -150,6 +150,11 @@ class Config:
     exec_env_passthrough: tuple[str, ...] = setting(
         (), "TALARIA_EXEC_ENV_PASSTHROUGH",
         "Extra environment variables (names or globs) execute_code scripts may see.", _names)
+    lsp_unattended_mode: str = setting(
+        "dont_ask", "TALARIA_LSP_UNATTENDED_MODE",
+        "talaria lsp, for editors that cannot ask (no window/showMessageRequest): the mode "
+        "used unless initializationOptions.mode says otherwise.",
+        _choice("dont_ask", "plan", "accept_edits", "auto"))
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
