@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 
 def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> None:
+    """Register the commands on `server`. Handlers take `ls: Any`: pygls evaluates their
+    annotations at call time, and the server's class is only a name here."""
+
     async def run(ls: TalariaServer, title: str, make: Any) -> dict[str, Any]:
         from talaria.acp_server.lsp.server import _start_agent
 
@@ -36,7 +39,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
             raise JsonRpcException(exc.message, code=exc.code) from None
 
     @server.command("talaria.ask")
-    async def ask(ls: TalariaServer, *args: Any) -> dict[str, Any]:
+    async def ask(ls: Any, *args: Any) -> dict[str, Any]:
         async def make(ls: TalariaServer) -> str:
             prompt, raw = prompts.split_ask(list(args))
             target = await _target(ls, raw) if raw is not None else None
@@ -46,7 +49,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
         return await run(ls, f"Ask: {title}", make)
 
     @server.command("talaria.fix")
-    async def fix(ls: TalariaServer, *args: Any) -> dict[str, Any]:
+    async def fix(ls: Any, *args: Any) -> dict[str, Any]:
         async def make(ls: TalariaServer) -> str:
             target = await _target(ls, prompts.target_arg("talaria.fix", list(args)))
             return prompts.fix_prompt(target, _rel(ls, target), ls.encoding)
@@ -54,7 +57,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
         return await run(ls, f"Fix: {_where(args)}", make)
 
     @server.command("talaria.explain")
-    async def explain(ls: TalariaServer, *args: Any) -> dict[str, Any]:
+    async def explain(ls: Any, *args: Any) -> dict[str, Any]:
         async def make(ls: TalariaServer) -> str:
             target = await _target(ls, prompts.target_arg("talaria.explain", list(args)))
             return prompts.explain_prompt(target, _rel(ls, target), ls.encoding)
@@ -62,11 +65,11 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
         return await run(ls, f"Explain: {_where(args)}", make)
 
     @server.command("talaria.cancel")
-    def cancel(ls: TalariaServer, *args: Any) -> dict[str, Any]:
+    def cancel(ls: Any, *args: Any) -> dict[str, Any]:
         return {"cancelled": ls.agent.cancel() if ls.agent is not None else False}
 
     @server.command("talaria.newSession")
-    def new_session(ls: TalariaServer, *args: Any) -> dict[str, Any]:
+    def new_session(ls: Any, *args: Any) -> dict[str, Any]:
         from talaria.acp_server.lsp.server import _start_agent
 
         try:

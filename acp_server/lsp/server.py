@@ -79,7 +79,7 @@ class TalariaServer(LanguageServer):
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await self.protocol.send_request_async(method, params)
+            return plain(await self.protocol.send_request_async(method, params))
         except JsonRpcException as exc:
             raise ClientError(f"{exc.code} {exc.message}") from None
 
@@ -136,6 +136,15 @@ class TalariaServer(LanguageServer):
         self.notify("window/showMessage", {"type": 2, "message": f"Talaria: {text}"})
         if self.agent is not None and self.agent.session is not None:
             await self.agent.session.door.emit(_notice(text))
+
+
+def plain(value: Any) -> Any:
+    """A result pygls gave back as nested namedtuples (untyped methods), as plain JSON again."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
 
 
 def _notice(text: str) -> Any:
