@@ -49,10 +49,12 @@ class TalariaProtocol(LanguageServerProtocol):
         return None if method in SENT_AS_JSON else super().get_result_type(method)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
-        # pygls answers the request as cancelled but cannot stop a command already running.
-        if self._server.agent is not None:
-            self._server.agent.cancel_request(msg_id)
-        super()._handle_cancel_notification(msg_id)
+        # A running request is stopped through its session, like talaria.cancel, and answers
+        # with what it has (stopReason "cancelled", the partial result LSP allows): pygls'
+        # own cancel would kill its task in the middle of saving the turn.
+        agent = self._server.agent
+        if agent is None or not agent.cancel_request(msg_id):
+            super()._handle_cancel_notification(msg_id)
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:

@@ -127,9 +127,11 @@ class LspAgent:
             running.scope.cancel()  # the request has not reached its turn yet
         return True
 
-    def cancel_request(self, request_id: Any) -> None:
+    def cancel_request(self, request_id: Any) -> bool:
+        """Stop the request `request_id` if it is the one running (True)."""
         if self.running is not None and self.running.request_id == request_id:
-            self.cancel()
+            return self.cancel()
+        return False
 
     def cancel_progress(self, token: Any) -> None:
         if self.running is not None and self.running.token == token:

@@ -23,8 +23,10 @@ from typing import Any
 import anyio
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from pytest_lsp.client import make_test_lsp_client
+from pytest_lsp.client import register_lsp_features
+from pytest_lsp.protocol import LanguageClientProtocol
 
 from talaria.acp_server.lsp.edits import apply_edits
 from tests.acp_harness import server_env
@@ -33,6 +35,23 @@ SERVER_CMD = [sys.executable, "-m", "talaria.acp_server", "lsp"]
 TIMEOUT = 20.0
 """Seconds any single wait may take (the fake LLM is instant; the machine may be loaded)."""
 VSCODE = "visual-studio-code"
+
+
+class ClientProtocol(LanguageClientProtocol):
+    """pytest-lsp's protocol, reading code action results as plain JSON: lsprotocol reads any
+    item with a `command` key as a Command, so a CodeAction that carries one loses its kind
+    and diagnostics (VS Code tells them apart by the type of `command`, as the spec says)."""
+
+    def get_result_type(self, method: str) -> Any:
+        if method == types.TEXT_DOCUMENT_CODE_ACTION:
+            return None
+        return super().get_result_type(method)
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(protocol_cls=ClientProtocol, converter_factory=default_converter)
+    register_lsp_features(client)
+    return client
 
 
 class LspEditor:
@@ -181,7 +200,7 @@ async def lsp_editor(tmp: Path, llm: Any = None, *, caps: types.ClientCapabiliti
     if llm is not None and llm.default_turn is None:
         llm.default_turn = {"text": "Done."}
     config = ClientServerConfig(
-        server_command=command or SERVER_CMD, client_factory=make_test_lsp_client,
+        server_command=command or SERVER_CMD, client_factory=make_client,
         server_env={**server_env(tmp / "home", llm), **(env or {})})
     client = await config.start()
     ed = LspEditor(client, root)
