@@ -9,26 +9,39 @@ no model configured) RequestFailed (-32803); the session lives on either way.
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException
 
 from talaria.acp_server.lsp import prompts
-from talaria.acp_server.lsp.sessions import INVALID_PARAMS, LspFailure
+from talaria.acp_server.lsp.documents import DocumentWorkspace
+from talaria.acp_server.lsp.sessions import INVALID_PARAMS, LspAgent, LspFailure
 from talaria.tools.workspace import WorkspaceError
 
-if TYPE_CHECKING:
-    from talaria.acp_server.lsp.server import TalariaServer
+
+class Host(Protocol):
+    """The server the commands run in (`server.TalariaServer`; named here, not imported:
+    the server imports this module)."""
+
+    agent: LspAgent | None
+    documents: DocumentWorkspace | None
+    protocol: Any
+
+    @property
+    def encoding(self) -> str: ...
+
+    def start_agent(self) -> LspAgent: ...
+
+    def command(self, name: str) -> Callable[[Any], Any]: ...
 
 
-def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> None:
+def register(server: Host, work_done: contextvars.ContextVar[Any]) -> None:
     """Register the commands on `server`. Handlers take `ls: Any`: pygls evaluates their
     annotations at call time, and the server's class is only a name here."""
 
-    async def run(ls: TalariaServer, title: str, make: Any) -> dict[str, Any]:
-        from talaria.acp_server.lsp.server import _start_agent
-
-        agent = _start_agent(ls)
+    async def run(ls: Host, title: str, make: Any) -> dict[str, Any]:
+        agent = ls.start_agent()
         request_id, token = ls.protocol.msg_id, work_done.get()
         try:
             content = await make(ls)
@@ -40,7 +53,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
 
     @server.command("talaria.ask")
     async def ask(ls: Any, *args: Any) -> dict[str, Any]:
-        async def make(ls: TalariaServer) -> str:
+        async def make(ls: Host) -> str:
             prompt, raw = prompts.split_ask(list(args))
             target = await _target(ls, raw) if raw is not None else None
             return prompts.ask_prompt(prompt, target, _rel(ls, target), ls.encoding)
@@ -50,7 +63,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
 
     @server.command("talaria.fix")
     async def fix(ls: Any, *args: Any) -> dict[str, Any]:
-        async def make(ls: TalariaServer) -> str:
+        async def make(ls: Host) -> str:
             target = await _target(ls, prompts.target_arg("talaria.fix", list(args)))
             return prompts.fix_prompt(target, _rel(ls, target), ls.encoding)
 
@@ -58,7 +71,7 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
 
     @server.command("talaria.explain")
     async def explain(ls: Any, *args: Any) -> dict[str, Any]:
-        async def make(ls: TalariaServer) -> str:
+        async def make(ls: Host) -> str:
             target = await _target(ls, prompts.target_arg("talaria.explain", list(args)))
             return prompts.explain_prompt(target, _rel(ls, target), ls.encoding)
 
@@ -70,16 +83,14 @@ def register(server: TalariaServer, work_done: contextvars.ContextVar[Any]) -> N
 
     @server.command("talaria.newSession")
     def new_session(ls: Any, *args: Any) -> dict[str, Any]:
-        from talaria.acp_server.lsp.server import _start_agent
-
         try:
-            session = _start_agent(ls).new_session()
+            session = ls.start_agent().new_session()
         except LspFailure as exc:
             raise JsonRpcException(exc.message, code=exc.code) from None
         return {"sessionId": session.id}
 
 
-async def _target(ls: TalariaServer, raw: dict[str, Any]) -> prompts.Target:
+async def _target(ls: Host, raw: dict[str, Any]) -> prompts.Target:
     """The document range `raw` names, checked against the document's text."""
     uri = raw.get("uri")
     path = prompts.path_of(uri)
@@ -94,7 +105,7 @@ async def _target(ls: TalariaServer, raw: dict[str, Any]) -> prompts.Target:
                           prompts.diagnostics_of(raw))
 
 
-def _rel(ls: TalariaServer, target: prompts.Target | None) -> str:
+def _rel(ls: Host, target: prompts.Target | None) -> str:
     if target is None or ls.documents is None:
         return ""
     try:

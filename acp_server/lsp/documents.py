@@ -37,16 +37,27 @@ class OpenDocument:
 
 
 class Editor(Protocol):
-    """What the workspace needs from the LSP client (`server.PyglsEditor` implements it)."""
+    """What the workspace needs from the LSP client (`server.TalariaServer` implements it)."""
 
-    encoding: str
-    """The negotiated position encoding: utf-8, utf-16 or utf-32."""
-    can_apply: bool
-    """The client takes `workspace/applyEdit`."""
-    can_create: bool
-    """The client takes `documentChanges` with `create` operations."""
-    versioned: bool
-    """The client takes `documentChanges` (versioned text document edits)."""
+    @property
+    def encoding(self) -> str:
+        """The negotiated position encoding: utf-8, utf-16 or utf-32."""
+        ...
+
+    @property
+    def can_apply(self) -> bool:
+        """The client takes `workspace/applyEdit`."""
+        ...
+
+    @property
+    def can_create(self) -> bool:
+        """The client takes `documentChanges` with `create` operations."""
+        ...
+
+    @property
+    def versioned(self) -> bool:
+        """The client takes `documentChanges` (versioned text document edits)."""
+        ...
 
     def document(self, path: Path) -> OpenDocument | None:
         """The open document for `path`, if the editor has it open."""

@@ -20,7 +20,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
-from talaria.acp_server.lsp import prompts
+from talaria.acp_server.lsp import commands, prompts
 from talaria.acp_server.lsp.documents import DocumentWorkspace, OpenDocument
 from talaria.acp_server.lsp.door import ClientError
 from talaria.acp_server.lsp.sessions import LspAgent, LspFailure
@@ -42,10 +42,10 @@ _work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
 class TalariaProtocol(LanguageServerProtocol):
     _server: TalariaServer
 
-    def get_message_type(self, method: str) -> Any:
+    def get_message_type(self, method: str) -> Any:  # type: ignore[override]
         return None if method in SENT_AS_JSON else super().get_message_type(method)
 
-    def get_result_type(self, method: str) -> Any:
+    def get_result_type(self, method: str) -> Any:  # type: ignore[override]
         return None if method in SENT_AS_JSON else super().get_result_type(method)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -84,6 +84,9 @@ class TalariaServer(LanguageServer):
             return plain(await self.protocol.send_request_async(method, params))
         except JsonRpcException as exc:
             raise ClientError(f"{exc.code} {exc.message}") from None
+
+    def start_agent(self) -> LspAgent:
+        return _start_agent(self)
 
     def _capability(self, *names: str) -> Any:
         value: Any = self.client_capabilities
@@ -195,9 +198,7 @@ def build_server(config: Config) -> TalariaServer:
         return prompts.code_actions(params.text_document.uri, unstructure(params.range),
                                     [unstructure(d) for d in params.context.diagnostics])
 
-    from talaria.acp_server.lsp.commands import register
-
-    register(server, _work_done)
+    commands.register(server, _work_done)
     return server
 
 

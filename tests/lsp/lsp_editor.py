@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
 from pygls.protocol import default_converter
+from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 from pytest_lsp.protocol import LanguageClientProtocol
