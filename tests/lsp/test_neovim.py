@@ -21,7 +21,6 @@ from tests.fakellm import FakeLLM
 from tests.lsp.test_lsp_door import call
 
 
-
 def real_nvim(found: str) -> str:
     """The real Neovim binary: a pyenv shim would put its own Python's bin first on PATH,
     where `talaria` is some other checkout's."""
