@@ -91,7 +91,9 @@ def test_every_config_is_listed_and_every_folder_explains_itself() -> None:
                and not _in_extension(p)}
     from tests.lsp.test_lsp_editors import LSP_CONFIGS  # `talaria lsp`'s, checked there
 
-    assert shipped - {p for p in shipped if p.endswith("README.md")} == {*ALL_CONFIGS, *LSP_CONFIGS}
+    registry = {"registry/agent.json", "registry/icon.svg"}  # tests/test_registry.py
+    assert shipped - {p for p in shipped if p.endswith("README.md")} == {
+        *ALL_CONFIGS, *LSP_CONFIGS, *registry}
 
 
 EXTENSION = EDITORS / "vscode"
