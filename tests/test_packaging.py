@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -108,3 +109,18 @@ def test_the_wheel_installs_next_to_other_agent_and_tools_packages(
                          input=f"Content-Length: {len(body)}\r\n\r\n{body}", capture_output=True,
                          text=True, timeout=120, check=False)
     assert '"name": "talaria"' in lsp.stdout and "executeCommandProvider" in lsp.stdout, lsp.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("uvx") is None, reason="uv not installed")
+def test_uvx_runs_the_checkout_as_the_registry_would(tmp_path: Path) -> None:
+    """`uvx --from . talaria-agent acp`: the registry's form, from a checkout."""
+    env = server_env(tmp_path / "home", None, credentials=False)
+    env.pop("PYTHONPATH")
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    done = subprocess.run(["uvx", "--from", str(ROOT), "talaria-agent", "acp"], cwd=tmp_path,
+                          env=env, input=json.dumps(request) + "\n", capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.stdout, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[0])["result"]["authMethods"]
