@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 RUNS = 15
+SETTLE_S = 2.0
+"""Between `initialized` and the first ask (someone opening a file and typing a question)."""
 ANSWERS: dict[str, Any] = {"workspace/applyEdit": {"applied": True},
                            "window/showDocument": {"success": True},
                            "window/showMessageRequest": {"title": "Allow once"}}
@@ -111,6 +113,7 @@ def lsp() -> Iterator[dict[str, Any]]:
         client.notify("initialized", {})
         client.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "python", "version": 1, "text": "x = 0\n"}})
+        time.sleep(SETTLE_S)
         asks = []
         for i in range(RUNS + 1):
             started = time.perf_counter()
@@ -123,12 +126,13 @@ def lsp() -> Iterator[dict[str, Any]]:
                 "textDocument": {"uri": uri, "version": i + 2},
                 "contentChanges": [{"text": f"x = {i + 1}\n"}]})
         client.close()
-        yield {"metric": "ask_that_edits_one_file_s", "first": round(asks[0], 3),
+        yield {"metric": "ask_that_edits_one_file_s", "first_after_settle": round(asks[0], 3),
+               "settle_s": SETTLE_S,
                "median": round(statistics.median(asks[1:]), 3),
                "p90": round(sorted(asks[1:])[int(RUNS * 0.9)], 3), "target": 0.3, "runs": RUNS,
                "model": "replay (no SDK)",
-               "note": "executeCommand to its result: session (first), patch, applyEdit, answer, "
-                       "transcript, showDocument"}
+               "note": "executeCommand to its result: patch, applyEdit, answer, transcript, "
+                       "showDocument; the first also builds the session (store, kernel)"}
 
 
 BENCHMARKS = {"lsp": lsp}

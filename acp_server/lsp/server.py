@@ -21,6 +21,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from talaria.acp_server.lsp import commands, prompts
+from talaria.acp_server.lsp.capabilities import CODE_ACTION_KINDS, COMMANDS
 from talaria.acp_server.lsp.documents import DocumentWorkspace, OpenDocument
 from talaria.acp_server.lsp.door import ClientError
 from talaria.acp_server.lsp.sessions import LspAgent, LspFailure
@@ -29,8 +30,6 @@ from talaria.agent.config import Config
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("talaria.ask", "talaria.fix", "talaria.explain", "talaria.cancel", "talaria.newSession")
-CODE_ACTION_KINDS = ("quickfix", "refactor", "refactor.rewrite")
 SENT_AS_JSON = frozenset({
     "workspace/applyEdit", "window/showMessageRequest", "window/showDocument",
     "window/workDoneProgress/create", "$/progress", "window/logMessage", "window/showMessage",
@@ -41,6 +40,15 @@ _work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
 
 class TalariaProtocol(LanguageServerProtocol):
     _server: TalariaServer
+    answered: Any = None
+    """The id of the `initialize` that `main.py` answered before pygls was loaded: pygls
+    handles that request again (to set itself up) and its reply is dropped."""
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if msg_id is not None and msg_id == self.answered:
+            self.answered = None
+            return
+        super()._send_response(msg_id, result, error)
 
     def get_message_type(self, method: str) -> Any:  # type: ignore[override]
         return None if method in SENT_AS_JSON else super().get_message_type(method)
@@ -66,6 +74,7 @@ class TalariaProtocol(LanguageServerProtocol):
 
 
 class TalariaServer(LanguageServer):
+    protocol: TalariaProtocol
     def __init__(self, config: Config) -> None:
         super().__init__("talaria", version(), protocol_cls=TalariaProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full)
