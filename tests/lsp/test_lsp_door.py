@@ -4,11 +4,15 @@ workspace/applyEdit (open files, files not open, new files, clients that cannot)
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.acp_harness import server_env
 from tests.acpschema import AGENT_TO_CLIENT, validate_message
 from tests.fakellm import FakeLLM
 from tests.lsp.lsp_editor import capabilities, lsp_editor
@@ -193,3 +197,32 @@ async def test_talaria_update_is_shaped_like_acp_session_update(
     text = "".join(u["update"]["content"]["text"] for u in updates
                    if u["update"]["sessionUpdate"] == "agent_message_chunk")
     assert text == "Changed x."
+
+
+async def test_slash_commands_run_through_ask(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([
+        {"tool_calls": [call("patch", path="a.py", old_string="x = 1", new_string="x = 2")]},
+        {"text": "Planned only."},
+    ])
+    async with lsp_editor(tmp_path, fake_llm) as ed:
+        uri = ed.open("a.py", "x = 1\n")
+        switched = await ed.command("talaria.ask", "/mode plan")
+        result = await ed.command("talaria.ask", "Set x to 2")
+        assert ed.buffers[uri] == "x = 1\n" and not ed.edits and not ed.questions
+    assert switched["stopReason"] == "end_turn" and result["edited"] == []
+    assert {"sessionUpdate": "current_mode_update", "currentModeId": "plan"} in [
+        u["update"] for u in ed.updates]
+    assert len(fake_llm.requests) == 2  # the slash command never reached the model
+
+
+async def test_lsp_sessions_export_as_trajectories(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([{"text": "It sets x."}])
+    async with lsp_editor(tmp_path, fake_llm) as ed:
+        result = await ed.command("talaria.ask", "What is x?")
+    done = subprocess.run(
+        [sys.executable, "-m", "talaria.acp_server", "trajectories", "export", result["sessionId"],
+         "--format", "sharegpt"], env=server_env(tmp_path / "home"), capture_output=True,
+        text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout.splitlines()[0])
+    assert "What is x?" in json.dumps(record) and "It sets x." in json.dumps(record)
