@@ -100,6 +100,14 @@ def new_session(
             kernels=kernels,
         ),
     )
+    if store is not None:
+        from functools import partial
+
+        from talaria.agent.recall import session_search
+
+        session.tool_state.recall = partial(session_search, store, cwd=cwd, session_id=session.id)
+    else:  # nothing to search: not offered (rather than offered and failing)
+        session.tools = [t for t in session.tools if t.name != "session_search"]
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 

@@ -6,17 +6,25 @@ transcript and is never rewritten (it is the trajectory: history, export, traini
 When compaction or /clear changes the live context, the new context is saved as a snapshot in
 `contexts`; the live context is that snapshot plus every message appended after it. Rows with
 `role = "event"` (compaction records) belong to the transcript only.
+
+`messages_fts` (SQLite FTS5) indexes each message's searchable text (`searchable_text`) under
+the message's rowid, written in the same transaction as the message; a database from before it
+existed is indexed once when opened (`PRAGMA user_version` 1). `session_search` reads it
+through `search` and `around`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from talaria.tools.redact import redact_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -44,6 +52,38 @@ CREATE TABLE IF NOT EXISTS contexts (
     messages TEXT NOT NULL
 );
 """
+FTS_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    text, role UNINDEXED, session_id UNINDEXED, seq UNINDEXED, prefix = '2 3'
+);
+"""
+SCHEMA_VERSION = 1
+"""`PRAGMA user_version`: 0 before `messages_fts`, 1 with it."""
+SEARCH_ROLES = ("user", "assistant", "tool")
+MAX_INDEXED_CHARS = 100_000
+"""Text indexed per message (a 5 MB tool result is not worth its index pages)."""
+
+log = logging.getLogger(__name__)
+
+
+class QueryError(ValueError):
+    """An FTS5 query that SQLite cannot parse."""
+
+
+def searchable_text(message: dict[str, Any]) -> str:
+    """What `session_search` finds in a message: its text (text blocks of a list content) and
+    the names and arguments of the tools it called, with secrets redacted (the index never
+    holds one). Nothing for system and event rows."""
+    if message.get("role") not in SEARCH_ROLES:
+        return ""
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    else:
+        parts = [str(content or "")]
+    for call in message.get("tool_calls") or ():
+        parts.append(f"{call.get('name', '')} {call.get('arguments', '')}")
+    return redact_text("\n".join(p for p in parts if p)[:MAX_INDEXED_CHARS])
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +110,36 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring an older database to `SCHEMA_VERSION` (once: the version is stored)."""
+        with self._lock:
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            if version >= SCHEMA_VERSION:
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                (version,) = self._db.execute("PRAGMA user_version").fetchone()  # another process?
+                if version < 1:
+                    self._db.execute(FTS_SCHEMA)  # executescript would commit the open transaction
+                    rows = self._db.execute("SELECT rowid, session_id, seq, message FROM messages")
+                    indexed = 0
+                    for rowid, session_id, seq, text in rows.fetchall():
+                        message = json.loads(text)
+                        if found := searchable_text(message):
+                            self._db.execute(
+                                "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
+                                " VALUES (?, ?, ?, ?, ?)",
+                                (rowid, found, message.get("role"), session_id, seq))
+                            indexed += 1
+                    if indexed:
+                        log.info("indexed %d stored messages for session_search", indexed)
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         with self._lock:
@@ -140,10 +210,15 @@ class Store:
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
                     (session_id,),
                 ).fetchone()
-                self._db.execute(
+                cursor = self._db.execute(
                     "INSERT INTO messages (session_id, seq, created_at, message) VALUES (?, ?, ?, ?)",
                     (session_id, seq, now, text),
                 )
+                if found := searchable_text(message):
+                    self._db.execute(
+                        "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (cursor.lastrowid, found, message.get("role"), session_id, seq))
                 self._db.execute(
                     "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
                 )
@@ -194,6 +269,59 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def search(self, query: str, *, roles: tuple[str, ...], cwd: str | None = None,
+               exclude: str | None = None, rows: int = 300) -> list[Hit]:
+        """The newest `rows` messages matching an FTS5 `query`, best first (bm25); only sessions
+        in `cwd` when given, never session `exclude`. Raises QueryError for a bad query.
+
+        Ranking every match of a word that is in most messages costs ~250 ms on 200K messages;
+        the newest `rows` matches stream in rowid order and cost a few ms, and a word that
+        common says little about relevance anyway."""
+        sql = ("SELECT session_id, seq, role, snippet(messages_fts, 0, '>>>', '<<<', '...', 24),"
+               " bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?")
+        args: list[Any] = [query]
+        if roles:
+            sql += f" AND role IN ({', '.join('?' * len(roles))})"
+            args += roles
+        if exclude is not None:
+            sql += " AND session_id != ?"
+            args.append(exclude)
+        if cwd is not None:
+            sql += " AND session_id IN (SELECT id FROM sessions WHERE cwd = ?)"
+            args.append(cwd)
+        sql += " ORDER BY rowid DESC LIMIT ?"
+        try:
+            with self._lock:
+                found = self._db.execute(sql, (*args, rows)).fetchall()
+        except sqlite3.OperationalError as exc:  # fts5: syntax error near "(" ...
+            raise QueryError(str(exc)) from None
+        found.sort(key=lambda row: row[4])  # bm25: lower is better; stable for equal scores
+        return [Hit(*row[:4]) for row in found]
+
+    def around(self, session_id: str, seq: int, window: int) -> list[tuple[int, dict[str, Any]]]:
+        """(seq, message) of the messages from `seq - window` to `seq + window`."""
+        with self._lock:
+            found = self._db.execute(
+                "SELECT seq, message FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?"
+                " ORDER BY seq", (session_id, seq - window, seq + window)).fetchall()
+        return [(n, json.loads(text)) for n, text in found]
+
+    def last_seq(self, session_id: str) -> int:
+        with self._lock:
+            (last,) = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(last)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    session_id: str
+    seq: int
+    role: str
+    snippet: str
+
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
     session_id, cwd, title, model, mode, created_at, updated_at, meta = row

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import acp, batch, compaction, core, execute_code, lsp, stall
+from benchmarks import acp, batch, compaction, core, execute_code, lsp, recall, stall
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **stall.BENCHMARKS, **lsp.BENCHMARKS}
+          **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **lsp.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

@@ -28,18 +28,20 @@ class RawClient:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.next_id = 0
 
     def send(self, message: dict[str, Any]) -> None:
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
+        self.stdin.write((json.dumps(message) + "\n").encode())
+        self.stdin.flush()
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
         my_id = self.next_id
         self.send({"jsonrpc": "2.0", "id": my_id, "method": method, "params": params})
         while True:
-            message = json.loads(self.proc.stdout.readline())
+            message = json.loads(self.stdout.readline())
             if message.get("id") == my_id and "method" not in message:
                 return message
             if message.get("method") == "fs/read_text_file":
@@ -53,7 +55,7 @@ class RawClient:
         return 0.0
 
     def close(self) -> None:
-        self.proc.stdin.close()
+        self.stdin.close()
         self.proc.wait(timeout=10)
 
 

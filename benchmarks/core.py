@@ -44,6 +44,9 @@ class InstantModel:
     def __init__(self, calls: int) -> None:
         self.left = calls
 
+    async def warm(self) -> None:
+        pass
+
     async def stream(self, messages: Any, tools: Any, **options: Any) -> AsyncIterator[Any]:
         if self.left:
             self.left -= 1

@@ -38,11 +38,11 @@ THINK_S = 0.3
 model takes to stream its first tool call."""
 
 
-def _session(root: Path, provider: Any = None, **limits: Any) -> Session:
+def _session(root: Path, provider: Any = None, on_event: Any = None, **limits: Any) -> Session:
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
     config = load_config(env={"TALARIA_HOME": str(root / "home")})
-    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project)),
+    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project), **({"on_event": on_event} if on_event else {})),
                           provider=provider or _Scripted([]), store=None, mode="bypass")
     if limits:
         state = session.tool_state
@@ -72,6 +72,7 @@ def round_trip(calls: int = 2000) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         session = _session(Path(tmp), max_tool_calls=calls)
         spec = session.tool("read_file")
+        assert spec is not None
         session.tools[session.tools.index(spec)] = replace(spec, handler=noop)
         result = anyio.run(_exec, session, script)
         session.close()
@@ -185,12 +186,13 @@ async def _cancel_once(root: Path, tool: str) -> tuple[float, float]:
         call = ("execute_code", {"code": HANG})
     else:
         call = ("terminal", {"command": "echo $$ > pgid; sleep 60 & sleep 60"})
-    session = _session(root, _Scripted([{"calls": [call]}]))
     running = anyio.Event()
 
     async def emit(event: Any) -> None:
         if isinstance(event, ev.ToolCallStarted) and event.name == "read_file":
             running.set()
+
+    session = _session(root, _Scripted([{"calls": [call]}]), on_event=emit)
 
     async def watch_pgid() -> None:
         while not (project / "pgid").exists() or not (project / "pgid").read_text().strip():
@@ -198,12 +200,13 @@ async def _cancel_once(root: Path, tool: str) -> tuple[float, float]:
         running.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run_turn, session, "go", emit)
+        tg.start_soon(run_turn, session, "go")
         if tool == "terminal":
             tg.start_soon(watch_pgid)
         await running.wait()
         if tool == "execute_code":
             slot = session.tool_state.kernel
+            assert slot is not None
             pgid = slot.pool.kernels[slot.key].proc.pid
         else:
             pgid = int((project / "pgid").read_text())
@@ -236,6 +239,9 @@ class _Scripted:
     def __init__(self, turns: list[dict[str, Any]]) -> None:
         self.turns = list(turns)
         self.prompt_tokens: list[int] = []
+
+    async def warm(self) -> None:
+        pass
 
     async def stream(self, messages: Any, tools: Any, **options: Any) -> AsyncIterator[Any]:
         self.prompt_tokens.append(tokens.count_messages(messages, tools))
@@ -288,7 +294,7 @@ def token_savings() -> Iterator[dict[str, Any]]:
             (root / "project").mkdir()
             todos = _todo_project(root / "project")
             if style == "direct":
-                turns = [
+                turns: list[dict[str, Any]] = [
                     {"calls": [("search_files", {"pattern": "TODO", "file_glob": "mod*.py",
                                                  "limit": 100})]},
                     {"calls": [("read_file", {"path": p})

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from tests.fakellm import FakeLLM
+
+# No test writes to the user's own $TALARIA_HOME (~/.talaria): the run gets a throwaway one,
+# which tests that need their own replace.
+os.environ["TALARIA_HOME"] = _home = tempfile.mkdtemp(prefix="talaria-tests-home-")
+atexit.register(shutil.rmtree, _home, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -5,7 +5,7 @@ The manifest is validated against the registry's own `agent.schema.json` (vendor
 does not know; the icon is 16x16 and drawn in `currentColor` only; the version is Talaria's;
 `uvx PACKAGE ARGS` names this distribution and a console script of the same name (what uvx
 runs); and that command answers `initialize` with `authMethods`, which the registry's CI demands.
-(tests/test_packaging.py runs the installed `talaria-agent acp` from the built wheel.)
+(tests/cli/test_wheel.py runs the installed `talaria-agent acp` from the built wheel.)
 """
 
 from __future__ import annotations

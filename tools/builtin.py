@@ -6,6 +6,7 @@ from talaria.tools.registry import REGISTRY, Registry
 
 CORE_TOOLS = (
     "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
+    "session_search",
 )
 
 
@@ -15,6 +16,7 @@ def load_builtin_tools() -> Registry:
         patch,
         read_file,
         search_files,
+        session_search,
         terminal,
         todo,
         write_file,

@@ -46,6 +46,8 @@ MARKER_VAR = "TALARIA_AGENT"
 """Environment variable naming the agent (`<pid>-<start time>`) that started a process."""
 RECORDS = ("run", "pgroups")
 """Where records live, under $TALARIA_HOME."""
+PART = ".part"
+"""Suffix of a record being written."""
 POLL_S = 1.0
 """The watchdog checks this often whether its agent was re-parented away (pipe inherited by a
 forked child of the agent, which would delay the end of the pipe)."""
@@ -160,7 +162,9 @@ def track(pgid: int, kind: str) -> Record:
               "boot": boot_id()}
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record))
+        part = path.with_name(path.name + PART)  # whole or absent: a reader never sees half
+        part.write_text(json.dumps(record))
+        os.replace(part, path)
     except OSError:
         return Record(None)
     return Record(path)
@@ -230,6 +234,8 @@ def _read_records(directory: Path) -> list[tuple[Path, dict]]:
     except OSError:
         return out
     for path in entries:
+        if path.name.endswith(PART):
+            continue
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from talaria.tools.execute_code.env import ExecSettings
 
@@ -27,6 +27,9 @@ class ToolState:
     sessions (so at most `max_kernels` run in all). None: the session makes its own."""
     kernel: SessionKernel | None = None
     """This session's place in `kernels`, made at its first script."""
+    recall: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Answers `session_search` from the session store (blocking; set by the runtime when the
+    session has a store). Raises ValueError for arguments it cannot answer."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 

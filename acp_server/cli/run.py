@@ -135,7 +135,7 @@ def unasked_message(unasked: Mapping[str, str]) -> str:
         what, refused, them = f"{len(titles)} tool calls ({named})", "they were refused", "them"
     return (f"talaria: {what} needed permission and there was no terminal to ask on, so {refused}. "
             f"Allow {them} with --yes (every tool call), --mode accept_edits (edits in the "
-            "project) or --mode dont_ask (all but sensitive paths).")
+            "project) or --mode auto (edits in the project, commands sandboxed).")
 
 
 async def run_task(

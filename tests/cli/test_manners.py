@@ -69,7 +69,7 @@ def test_ctrl_c_is_a_clean_exit(fake_llm: FakeLLM, tmp_path: Path, args: list[st
 
 def test_version_comes_from_one_place(tmp_path: Path, fake_llm: FakeLLM) -> None:
     """`--version` and `initialize` say VERSION; the built wheel's metadata says it too
-    (tests/test_packaging.py: an editable install's metadata can be stale)."""
+    (tests/cli/test_wheel.py: an editable install's metadata can be stale)."""
     installed = VERSION
     result = talaria(["--version"], agent_env(tmp_path / "home"), tmp_path)
     assert (result.returncode, result.stdout) == (0, f"talaria {installed}\n")

@@ -66,9 +66,14 @@ def test_a_command_dies_with_a_killed_acp_agent(tmp_path: Path, fake_llm, varian
     pids = ed.wait_for(lambda: len(pids_of(ed.project)) == 2 and pids_of(ed.project),
                        what="the command")
     assert all(running(p) for p in pids)
-    records = list((ed.home / "run" / "pgroups").iterdir())
-    kinds = sorted(json.loads(r.read_text())["kind"] for r in records)
-    assert kinds in (["command"], ["command", "execute_code"])  # the prestarted kernel too
+    records = ed.home / "run" / "pgroups"
+
+    def kinds() -> list[str]:  # records are written (whole, by rename) just after the spawn
+        return sorted(json.loads(r.read_text())["kind"] for r in records.iterdir()
+                      if not r.name.endswith(procs.PART))
+
+    found = ed.wait_for(lambda: "command" in kinds() and kinds(), what="the command's record")
+    assert found in (["command"], ["command", "execute_code"])  # the prestarted kernel too
     ed.kill9()
     ed.close()
     assert wait_for(lambda: not any(running(p) for p in pids), 10), "a process survived"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from talaria.agent.trajectories.export import FORMATS, ToolCatalog, export
 from talaria.agent.trajectories.model import build
+from talaria.tools import redact as redact_module
 from talaria.tools.redact import MARK, redact, redact_text
 
 SECRETS = [
@@ -107,3 +110,18 @@ def test_every_format_redacts(fmt: str) -> None:
     for leaked in ("QQQQQQQQ", "hunter2", "MIIEvQIBADANBg"):
         assert leaked not in out, (fmt, leaked)
     assert out.count(MARK) >= 5
+
+
+def _every_pattern(text: str) -> str:
+    for pattern, replacement in redact_module._PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([s for s, _, _ in SECRETS] + [
+    "plain words ", "Sk-", "GHP_", "ApI_KeY", " = ", "\"", "'", ": ", "\\n", "Bearer ", "x" * 20,
+    "akIA", "AKIA1234567890ABCDEF", "PaSsWoRd", "tOkEn", "-----BEGIN RSA PRIVATE KEY-----"]),
+    max_size=8).map("".join))
+def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> None:
+    assert redact_text(text) == _every_pattern(text)

@@ -22,6 +22,7 @@ def test_core_tools_registered_with_specs() -> None:
         "terminal": ("execute", False, ("workdir",)),
         "todo": ("think", False, ()),
         "execute_code": ("execute", False, ()),
+        "session_search": ("search", True, ()),
     }
     assert specs["read_file"].call_title({"path": "a.py"}) == "Read a.py"
     assert specs["terminal"].call_title({"command": "ls"}) == "Run `ls`"

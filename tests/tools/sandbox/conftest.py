@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,8 @@ def reaper() -> Iterator[None]:
     this container's PID 1 never reaps, and zombies would count against RLIMIT_NPROC."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Children that earlier tests left running (a shared kernel, a server) are not this test's.
+    before = set(orphans())
     try:
         yield
     finally:
@@ -82,10 +85,14 @@ def reaper() -> Iterator[None]:
             except ChildProcessError:
                 break
             if pid == 0:
-                if not orphans():
+                if not set(orphans()) - before:
                     break
                 time.sleep(0.02)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        left = set(orphans()) - before
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert not left, f"the sandbox left processes running: {sorted(left)}"
 
 
 def orphans() -> list[int]:

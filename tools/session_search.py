@@ -1,0 +1,48 @@
+"""`session_search` (Hermes-compatible): full-text search over past sessions, and scrolling
+inside one. The store belongs to the agent, so the runtime hands the search in as
+`ctx.state.recall` (agent/recall.py); a run without a store does not offer the tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from talaria.tools.context import ToolContext
+from talaria.tools.registry import tool
+
+
+@tool(
+    name="session_search",
+    description=(
+        "Search what was said in past sessions of this project (FTS5; no model call). "
+        "Discovery: query (words all match; \"a phrase\", OR, NOT, prefix*), limit (1-10), "
+        "sort newest|oldest -> sessions with a snippet and the messages around the match. "
+        "Scroll: session_id + around_message_id (+ window) -> the messages around it. "
+        "No arguments: recent sessions. scope=\"all\" searches every project."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "default": 3},
+            "sort": {"type": "string", "enum": ["newest", "oldest"]},
+            "session_id": {"type": "string"},
+            "around_message_id": {"type": "integer"},
+            "window": {"type": "integer", "default": 5},
+            "role_filter": {"type": "string", "description": "comma-separated: user,assistant,tool"},
+            "scope": {"type": "string", "enum": ["project", "all"]},
+        },
+    },
+    kind="search",
+    parallel_safe=True,
+    title=lambda a: f"Search past sessions: {a.get('query')}" if a.get("query") else "Past sessions",
+)
+async def session_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    recall = ctx.state.recall
+    if recall is None:
+        return {"error": "no session store in this run: past sessions cannot be searched"}
+    try:
+        return await anyio.to_thread.run_sync(recall, args)
+    except ValueError as exc:  # RecallError: what to pass instead
+        return {"error": str(exc)}
