@@ -80,7 +80,7 @@ class RawLsp:
 
 
 def _scenario(directory: Path, runs: int) -> Path:
-    turns = []
+    turns: list[dict[str, Any]] = []
     for i in range(runs):
         turns.append({"tool_calls": [{"name": "patch", "arguments": {
             "path": "a.py", "old_string": f"x = {i}\n", "new_string": f"x = {i + 1}\n"}}]})
