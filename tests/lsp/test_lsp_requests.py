@@ -216,3 +216,23 @@ async def test_without_a_model_the_request_fails_with_what_to_do(tmp_path: Path)
             await ed.command("talaria.ask", "Hello?")
     assert raised.value.code == types.LSPErrorCodes.RequestFailed
     assert "talaria setup" in raised.value.message or "TALARIA_MODEL" in raised.value.message
+
+
+async def test_a_client_that_fails_the_question_is_not_asked_again(
+        tmp_path: Path, fake_llm: FakeLLM) -> None:
+    fake_llm.script([
+        {"tool_calls": [call("patch", path="a.py", old_string="x = 1", new_string="x = 2")]},
+        {"tool_calls": [call("patch", path="a.py", old_string="x = 1", new_string="x = 3")]},
+        {"text": "Done."},
+    ])
+
+    def broken(params: dict[str, Any]) -> str:
+        raise RuntimeError("this editor cannot show choices")
+
+    async with lsp_editor(tmp_path, fake_llm) as ed:
+        uri = ed.open("a.py", "x = 1\n")
+        ed.answer = broken
+        result = await ed.command("talaria.ask", "Set x")
+        assert ed.buffers[uri] == "x = 1\n"
+    assert len(ed.questions) == 1  # the failure is remembered: refused, never a hang
+    assert result["stopReason"] == "end_turn" and result["edited"] == []
