@@ -40,6 +40,13 @@ class StdioStreams(NamedTuple):
 
 def protect_stdio() -> StdioStreams:
     """Move the protocol off fds 0/1 (see the module docstring); call once, at start-up."""
+    protocol_in, protocol_out = protect_stdio_fds()
+    return StdioStreams(FdReceiveStream(protocol_in), FdSendStream(protocol_out))
+
+
+def protect_stdio_fds() -> tuple[int, int]:
+    """`protect_stdio` for a door with its own I/O (`talaria lsp` on pygls): the private
+    (stdin, stdout) fds the protocol owns."""
     sys.stdout.flush()
     protocol_out = os.dup(1)  # os.dup makes a non-inheritable fd (PEP 446): children can't write
     protocol_in = os.dup(0)
@@ -50,7 +57,7 @@ def protect_stdio() -> StdioStreams:
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.stdout = sys.stderr
-    return StdioStreams(FdReceiveStream(protocol_in), FdSendStream(protocol_out))
+    return protocol_in, protocol_out
 
 
 protect_stdout = protect_stdio

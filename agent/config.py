@@ -177,6 +177,11 @@ class Config:
         "local", "TALARIA_ENVIRONMENT",
         "Where commands run and files live: local, docker, ssh, singularity, modal, daytona, "
         "vercel or a [environments.NAME] table, as NAME or NAME:ARG (ssh:host, docker:image).")
+    lsp_unattended_mode: str = setting(
+        "dont_ask", "TALARIA_LSP_UNATTENDED_MODE",
+        "talaria lsp, for editors that cannot ask (no window/showMessageRequest): the mode "
+        "used unless initializationOptions.mode says otherwise.",
+        _choice("dont_ask", "plan", "accept_edits", "auto"))
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`[environments.NAME]` tables: each environment's settings."""

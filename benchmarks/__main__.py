@@ -13,13 +13,14 @@ from benchmarks import (
     environments,
     execute_code,
     learning,
+    lsp,
     recall,
     stall,
 )
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
-          **environments.BENCHMARKS}
+          **environments.BENCHMARKS, **lsp.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

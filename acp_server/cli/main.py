@@ -11,6 +11,9 @@ from talaria.acp_server.cli import exits
 ACP_HINT = ("talaria acp: speaking the Agent Client Protocol on stdin/stdout; editors launch this. "
             "Try `talaria run \"...\"` or see `talaria --help`.")
 
+LSP_HINT = ("talaria lsp: speaking the Language Server Protocol on stdin/stdout; editors launch "
+            "this. See editors/README.md.")
+
 
 class VersionAction(argparse.Action):
     """`--version`, read from the package metadata only when asked for."""
@@ -58,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("config", help="print the effective configuration and its sources")
     sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
+    lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)")
+    lsp.add_argument("--stdio", action="store_true",
+                     help="accepted because many clients pass it; stdio is the only transport")
     setup = sub.add_parser("setup", help="choose a provider and store its key")
     setup.add_argument("--provider", help="openai, anthropic, openrouter, ollama or custom")
     setup.add_argument("--model", help="model name at that provider, e.g. gpt-4.1")
@@ -80,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # `talaria acp` is what editors launch: answer `initialize` without building every parser.
-    args = argparse.Namespace(command="acp") if argv == ["acp"] else build_parser().parse_args(argv)
+    # `talaria acp` / `lsp` are what editors launch: answer `initialize` without every parser.
+    fast = argv in (["acp"], ["lsp"])
+    args = argparse.Namespace(command=argv[0]) if fast else build_parser().parse_args(argv)
     try:
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
@@ -96,6 +103,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         if os.isatty(0):  # a person, not an editor: say what this waits for
             print(ACP_HINT, file=sys.stderr)
         return acp_main()
+    if args.command == "lsp":
+        from talaria.acp_server.lsp.main import main as lsp_main
+
+        if os.isatty(0):
+            print(LSP_HINT, file=sys.stderr)
+        return lsp_main()
     if args.command == "config":
         return _config()
     if args.command == "run":

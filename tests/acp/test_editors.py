@@ -89,7 +89,11 @@ def test_every_config_is_listed_and_every_folder_explains_itself() -> None:
         assert (EDITORS / name).parent.joinpath("README.md").is_file()
     shipped = {p.relative_to(EDITORS).as_posix() for p in EDITORS.rglob("*") if p.is_file()
                and not _in_extension(p)}
-    assert shipped - {p for p in shipped if p.endswith("README.md")} == set(ALL_CONFIGS)
+    from tests.lsp.test_lsp_editors import LSP_CONFIGS  # `talaria lsp`'s, checked there
+
+    registry = {"registry/agent.json", "registry/icon.svg"}  # tests/test_registry.py
+    assert shipped - {p for p in shipped if p.endswith("README.md")} == {
+        *ALL_CONFIGS, *LSP_CONFIGS, *registry}
 
 
 EXTENSION = EDITORS / "vscode"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from talaria.acp_server.cli.main import ACP_HINT
+from talaria.acp_server.version import VERSION
 from talaria.agent.config import describe, load_config
 from tests.acp.test_client import agent_env
 from tests.acp_harness import Editor
@@ -67,8 +67,10 @@ def test_ctrl_c_is_a_clean_exit(fake_llm: FakeLLM, tmp_path: Path, args: list[st
     assert b"Traceback" not in screen and b"KeyboardInterrupt" not in screen
 
 
-def test_version_comes_from_the_package_metadata(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    installed = importlib.metadata.version("talaria")
+def test_version_comes_from_one_place(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """`--version` and `initialize` say VERSION; the built wheel's metadata says it too
+    (tests/cli/test_wheel.py: an editable install's metadata can be stale)."""
+    installed = VERSION
     result = talaria(["--version"], agent_env(tmp_path / "home"), tmp_path)
     assert (result.returncode, result.stdout) == (0, f"talaria {installed}\n")
     with Editor(tmp_path, fake_llm) as ed:

@@ -1,9 +1,15 @@
 """The built wheel installs one namespace, `talaria.*`: next to other packages named `tools`
 and `agent` (Hermes Agent installs both) it neither shadows them nor is shadowed, and
-`talaria demo` runs from the installed console script."""
+`talaria demo` runs from the installed console script.
+
+Issue 15: the wheel is the `talaria-agent` distribution at VERSION, holds every data file,
+depends on nothing test-only outside the `test` extra, installs `talaria` and `talaria-agent`;
+installed, `talaria-agent acp` (the ACP registry's command) answers `initialize` with
+`authMethods` and `talaria lsp` answers `initialize`."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -12,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from talaria.acp_server.version import VERSION
 from tests import ROOT
 from tests.acp.test_client import agent_env
 
 pytestmark = pytest.mark.slow
+RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol"}
 
 
 def run(*cmd: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -46,6 +54,24 @@ def test_the_wheel_holds_only_the_talaria_namespace(wheel: Path) -> None:
     assert not any(n.startswith("talaria/tests/") for n in names)
 
 
+def test_the_wheel_is_talaria_agent_with_its_data_and_runtime_dependencies(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    info = f"talaria_agent-{VERSION}.dist-info"
+    metadata = archive.read(f"{info}/METADATA").decode()
+    scripts = archive.read(f"{info}/entry_points.txt").decode()
+    data = ROOT / "agent" / "data"
+    for path in data.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            assert f"talaria/agent/data/{path.relative_to(data).as_posix()}" in names, path
+    assert "Name: talaria-agent\n" in metadata and f"Version: {VERSION}\n" in metadata
+    required = [line.split(": ", 1)[1] for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: ") and "extra ==" not in line]
+    assert {r.split(">")[0].split("<")[0].split("=")[0] for r in required} == RUNTIME
+    assert "talaria = talaria.acp_server.cli.main:main" in scripts
+    assert "talaria-agent = talaria.acp_server.cli.main:main" in scripts
+
+
 def test_installed_next_to_packages_named_tools_and_agent(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     # The runtime dependencies come from this interpreter's site-packages (no network here).
@@ -66,3 +92,19 @@ def test_installed_next_to_packages_named_tools_and_agent(wheel: Path, tmp_path:
                env={**agent_env(home, TMPDIR=str(tmp_path)), "PATH": f"{venv / 'bin'}:/usr/bin:/bin"})
     assert "tests: pass" in demo.stdout, demo.stdout + demo.stderr
     assert "Traceback" not in demo.stderr
+
+    env = {**agent_env(home, TMPDIR=str(tmp_path)), "PATH": f"{venv / 'bin'}:/usr/bin:/bin"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    acp = subprocess.run([str(venv / "bin" / "talaria-agent"), "acp"], cwd=tmp_path, env=env,
+                         input=json.dumps(initialize) + "\n", capture_output=True, text=True,
+                         timeout=120, check=False)
+    reply = json.loads(acp.stdout.splitlines()[0])
+    assert reply["result"]["authMethods"] and reply["result"]["agentInfo"]["version"] == VERSION
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"processId": None, "rootUri": None, "capabilities": {}}})
+    lsp = subprocess.run([str(venv / "bin" / "talaria"), "lsp"], cwd=tmp_path, env=env,
+                         input=f"Content-Length: {len(body)}\r\n\r\n{body}",
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert '"name": "talaria"' in lsp.stdout and "executeCommandProvider" in lsp.stdout, lsp.stderr

@@ -188,6 +188,6 @@ def _number(step_id: int, step: dict[str, Any]) -> dict[str, Any]:
 
 def _version() -> str:
     try:
-        return metadata.version("talaria")
+        return metadata.version("talaria-agent")
     except metadata.PackageNotFoundError:
         return "0+unknown"

@@ -1,0 +1,249 @@
+"""`talaria lsp` on pygls: the language server, its features and commands.
+
+Owns no agent logic: document sync goes to pygls' document store (what `DocumentWorkspace`
+reads), code actions and commands to `prompts` and `sessions.LspAgent`. Messages Talaria sends
+(`talaria/update`, `$/progress`, applyEdit, showMessageRequest...) are plain JSON, as in the
+ACP door; pygls types only what it receives.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import from_fs_path, to_fs_path
+
+from talaria.acp_server.lsp import commands, prompts
+from talaria.acp_server.lsp.capabilities import CODE_ACTION_KINDS, COMMANDS
+from talaria.acp_server.lsp.documents import DocumentWorkspace, OpenDocument
+from talaria.acp_server.lsp.door import ClientError
+from talaria.acp_server.lsp.sessions import LspAgent, LspFailure
+from talaria.acp_server.version import version
+from talaria.agent.config import Config
+
+log = logging.getLogger(__name__)
+
+SENT_AS_JSON = frozenset({
+    "workspace/applyEdit", "window/showMessageRequest", "window/showDocument",
+    "window/workDoneProgress/create", "$/progress", "window/logMessage", "window/showMessage",
+})
+"""Methods Talaria sends with plain-JSON params and reads plain-JSON results of."""
+_work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
+
+
+class TalariaProtocol(LanguageServerProtocol):
+    _server: TalariaServer
+    answered: Any = None
+    """The id of the `initialize` that `main.py` answered before pygls was loaded: pygls
+    handles that request again (to set itself up) and its reply is dropped."""
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if msg_id is not None and msg_id == self.answered:
+            self.answered = None
+            return
+        super()._send_response(msg_id, result, error)
+
+    def get_message_type(self, method: str) -> Any:  # type: ignore[override]
+        return None if method in SENT_AS_JSON else super().get_message_type(method)
+
+    def get_result_type(self, method: str) -> Any:  # type: ignore[override]
+        return None if method in SENT_AS_JSON else super().get_result_type(method)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        # A running request is stopped through its session, like talaria.cancel, and answers
+        # with what it has (stopReason "cancelled", the partial result LSP allows): pygls'
+        # own cancel would kill its task in the middle of saving the turn.
+        agent = self._server.agent
+        if agent is None or not agent.cancel_request(msg_id):
+            super()._handle_cancel_notification(msg_id)
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        if params.command not in self.fm.commands:
+            raise JsonRpcInvalidParams(f"unknown command {params.command!r}; Talaria's commands "
+                                       f"are {', '.join(COMMANDS)}")
+        _work_done.set(params.work_done_token)  # the command's task copies this context
+        return (yield from super().lsp_workspace__execute_command(params))
+
+
+class TalariaServer(LanguageServer):
+    protocol: TalariaProtocol
+    def __init__(self, config: Config) -> None:
+        super().__init__("talaria", version(), protocol_cls=TalariaProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.config = config
+        self.agent: LspAgent | None = None
+        self.documents: DocumentWorkspace | None = None
+        self.init_options: dict[str, Any] = {}
+
+    # -- door.Client / sessions.Editor / documents.Editor -----------------------------------
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.protocol.notify(method, params)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return plain(await self.protocol.send_request_async(method, params))
+        except JsonRpcException as exc:
+            raise ClientError(f"{exc.code} {exc.message}") from None
+
+    def start_agent(self) -> LspAgent:
+        return _start_agent(self)
+
+    def _capability(self, *names: str) -> Any:
+        value: Any = self.client_capabilities
+        for name in names:
+            value = getattr(value, name, None)
+        return value
+
+    def progress_supported(self) -> bool:
+        return bool(self._capability("window", "work_done_progress"))
+
+    def show_document_supported(self) -> bool:
+        return bool(self._capability("window", "show_document", "support"))
+
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or "utf-16")
+
+    @property
+    def can_apply(self) -> bool:
+        return bool(self._capability("workspace", "apply_edit"))
+
+    @property
+    def versioned(self) -> bool:
+        edit = self._capability("workspace", "workspace_edit")
+        return bool(getattr(edit, "document_changes", None) or getattr(edit, "resource_operations", None))
+
+    @property
+    def can_create(self) -> bool:
+        ops = self._capability("workspace", "workspace_edit", "resource_operations") or ()
+        return types.ResourceOperationKind.Create in ops
+
+    def uri(self, path: Path) -> str:
+        return str(from_fs_path(str(path)))
+
+    def document(self, path: Path) -> OpenDocument | None:
+        for uri, doc in self.workspace.text_documents.items():
+            if (fs := to_fs_path(uri)) is not None and Path(fs) == path:
+                return OpenDocument(doc.uri, doc.source, doc.version)
+        return None
+
+    async def apply_edit(self, label: str, edit: dict[str, Any]) -> str | None:
+        try:
+            result = await self.request("workspace/applyEdit", {"label": label, "edit": edit})
+        except ClientError as exc:
+            return f"workspace/applyEdit failed: {exc}"
+        if isinstance(result, dict) and result.get("applied") is True:
+            return None
+        reason = result.get("failureReason") if isinstance(result, dict) else None
+        return reason or "the editor refused it"
+
+    async def notice(self, text: str) -> None:
+        self.notify("window/showMessage", {"type": 2, "message": f"Talaria: {text}"})
+        if self.agent is not None and self.agent.session is not None:
+            await self.agent.session.door.emit(_notice(text))
+
+
+def plain(value: Any) -> Any:
+    """A result pygls gave back as nested namedtuples (untyped methods), as plain JSON again."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def _notice(text: str) -> Any:
+    from talaria.agent.events import Notice
+
+    return Notice(text)
+
+
+def build_server(config: Config) -> TalariaServer:
+    """The server with every feature and command registered (nothing runs yet)."""
+    server = TalariaServer(config)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TalariaServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        ls.init_options = options if isinstance(options, dict) else {}
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TalariaServer, params: types.InitializedParams) -> None:
+        _start_agent(ls)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TalariaServer, params: types.DidSaveTextDocumentParams) -> None:
+        if ls.documents is not None and (path := to_fs_path(params.text_document.uri)):
+            ls.documents.saved(Path(path))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TalariaServer, params: types.DidCloseTextDocumentParams) -> None:
+        if ls.documents is not None and (path := to_fs_path(params.text_document.uri)):
+            ls.documents.closed(Path(path))
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(ls: TalariaServer, params: types.WorkDoneProgressCancelParams) -> None:
+        if ls.agent is not None:
+            ls.agent.cancel_progress(params.token)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TalariaServer, params: Any) -> None:
+        if ls.agent is not None:
+            ls.agent.close()
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind(k) for k in CODE_ACTION_KINDS]))
+    def code_action(ls: TalariaServer, params: types.CodeActionParams) -> list[dict[str, Any]]:
+        unstructure = ls.protocol._converter.unstructure
+        return prompts.code_actions(params.text_document.uri, unstructure(params.range),
+                                    [unstructure(d) for d in params.context.diagnostics])
+
+    commands.register(server, _work_done)
+    return server
+
+
+def _start_agent(ls: TalariaServer) -> LspAgent:
+    """The agent for this client, made once `initialize` told us who the client is."""
+    from talaria.agent.permissions import MODES, normalize_mode
+    from talaria.tools.local.workspace import LocalWorkspace
+
+    if ls.agent is not None:
+        return ls.agent
+    can_ask = ls._capability("window", "show_message") is not None
+    mode = ls.config.mode if ls.config.mode in MODES else "default"
+    wanted = ls.init_options.get("mode")
+    if isinstance(wanted, str) and wanted:
+        try:
+            mode = normalize_mode(wanted)
+        except ValueError as exc:
+            ls.notify("window/showMessage", {"type": 2, "message": f"Talaria: {exc}; using {mode}"})
+        if mode not in MODES:  # bypass is for headless runs
+            mode = "default"
+    elif not can_ask:
+        mode = ls.config.lsp_unattended_mode
+    model = ls.init_options.get("model")
+    ls.documents = DocumentWorkspace(LocalWorkspace(_root(ls)), ls)
+    ls.agent = LspAgent(ls, ls.config, ls.documents, can_ask=can_ask, mode=mode,
+                        model=model if isinstance(model, str) and model.strip() else None)
+    return ls.agent
+
+
+def _root(ls: TalariaServer) -> Path:
+    folders = list(ls.workspace.folders.values())
+    for uri in [*(f.uri for f in folders), ls.workspace.root_uri]:
+        if uri and (path := to_fs_path(uri)) and Path(path).is_dir():
+            return Path(path)
+    return Path.cwd()
+
+
+def failure(exc: LspFailure) -> JsonRpcException:
+    return JsonRpcException(exc.message, code=exc.code)

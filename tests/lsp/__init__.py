@@ -1,0 +1,1 @@
+"""`talaria lsp`: a real server process driven by pytest-lsp's client (and a real Neovim)."""
