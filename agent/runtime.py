@@ -14,6 +14,7 @@ from talaria.agent.providers.base import Message, Provider
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.clarify import NO_ANSWER, Answer, Clarifier, Question
 from talaria.tools.execute_code.env import ExecSettings
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
@@ -100,6 +101,7 @@ def new_session(
             kernels=kernels,
         ),
     )
+    _wire_turn_features(config, session)
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
@@ -117,6 +119,32 @@ def new_session(
         store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode)
     session.append({"role": "system", "content": system_prompt(cwd)})
     return session
+
+
+def _wire_turn_features(config: Config, session: Session) -> None:
+    """What tools reach through the session: subagents, questions to the user, checkpoints."""
+    if session.tool("delegate_task") is not None:
+        from talaria.agent.subagents import Delegator
+
+        session.tool_state.delegate = Delegator(config, session, new_session)
+    question = getattr(session.door, "question", None)
+    if question is not None:
+        session.tool_state.clarify = _clarifier(session, question)
+    if config.checkpoints:
+        from talaria.agent.checkpoints import TurnCheckpoints
+
+        session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
+
+
+def _clarifier(session: Session, question: Clarifier) -> Clarifier:
+    """The door's way to ask, unless the mode says nobody is asked (dont_ask, bypass)."""
+
+    async def ask(q: Question) -> Answer:
+        if session.permissions.mode in ("dont_ask", "bypass"):
+            return Answer(None, NO_ANSWER)
+        return await question(q)
+
+    return ask
 
 
 def dangling_results(messages: list[Message]) -> list[Message]:

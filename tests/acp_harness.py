@@ -102,7 +102,7 @@ class Editor:
     def __init__(
         self, tmp: Path, llm: Any = None, *, project: Path | None = None, home: Path | None = None,
         permission: Permission = "allow_once", answer_cancelled: bool = True,
-        credentials: bool = True, env: dict[str, str] | None = None,
+        credentials: bool = True, env: dict[str, str] | None = None, unstable: bool = False,
     ) -> None:
         self.tmp = tmp
         self.llm = llm
@@ -115,7 +115,7 @@ class Editor:
         self.extra_env = env or {}
         if llm is not None and llm.default_turn is None:
             llm.default_turn = {"text": "Done."}  # an exhausted script must not 500 into retries
-        self.recorder = Recorder()
+        self.recorder = Recorder(unstable=unstable)  # unstable: the unstable ACP schema
         self.problems: list[str] = []
         self.buffers: dict[str, str] = {}
         self.hang_reads: set[str] = set()
@@ -126,6 +126,9 @@ class Editor:
         self.reads: list[str] = []
         self.terminals: dict[str, Terminal] = {}
         self.permission_requests: list[dict[str, Any]] = []
+        self.elicitations: list[dict[str, Any]] = []
+        self.elicit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+        """Answers `elicitation/create` (None from it, or no `elicit`: never answered)."""
         self.pending_permissions: dict[Any, dict[str, Any]] = {}
         self.stderr = bytearray()
         self._cond = threading.Condition()
@@ -244,8 +247,10 @@ class Editor:
 
     # -- ACP conveniences -----------------------------------------------------------------
 
-    def initialize(self, *, fs: bool = True, terminal: bool = True, version: int = 1) -> dict[str, Any]:
-        caps = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": terminal}
+    def initialize(self, *, fs: bool = True, terminal: bool = True, version: int = 1,
+                   **extra: Any) -> dict[str, Any]:
+        """`extra`: more client capabilities, e.g. elicitation={"form": {}}."""
+        caps = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": terminal, **extra}
         return self.request("initialize", {
             "protocolVersion": version, "clientCapabilities": caps,
             "clientInfo": {"name": "acp-harness", "version": "1.0"},
@@ -430,6 +435,13 @@ class Editor:
             term.released = True
             self._cond.notify_all()
         return {}
+
+    def _on_elicitation_create(self, params: dict[str, Any], rid: Any) -> Any:
+        with self._cond:
+            self.elicitations.append(params)
+            self._cond.notify_all()
+        answer = self.elicit(params) if self.elicit is not None else None
+        return _NO_REPLY if answer is None else answer
 
     def _on_session_request_permission(self, params: dict[str, Any], rid: Any) -> Any:
         with self._cond:

@@ -22,6 +22,11 @@ POST /v1/chat/completions and POST /v1/messages both take the next TURN from one
 
 A fault turn may carry "text" etc. for the events sent before the fault. When the script
 is empty, `default_turn` answers, or (None) a 500 "fake LLM script exhausted".
+
+Latency: `FakeLLM(latency=0.2)` waits that long before answering each request (a model's time
+to first token); a turn's own `"delay": seconds` overrides it for that turn.
+`llm.respond = fn(body) -> TURN | None` answers from the request itself (None: take the
+script), for callers whose requests interleave (parallel subagents each get their own story).
 """
 
 from __future__ import annotations
@@ -84,9 +89,14 @@ _ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_
 class FakeLLM:
     """The server; use as a context manager (or `start()` / `close()`)."""
 
-    def __init__(self, *, instant: bool = True, chunk_delay: float = 0.01, stall_seconds=5.0):
+    def __init__(self, *, instant: bool = True, chunk_delay: float = 0.01, stall_seconds=5.0,
+                 latency: float = 0.0):
         self.instant = instant  # True: no delay between events
         self.chunk_delay = chunk_delay
+        self.latency = latency
+        """Seconds before each answer (a turn's "delay" overrides it)."""
+        self.respond: Any = None
+        """fn(request body) -> TURN or None (then the script answers)."""
         self.stall_seconds = stall_seconds
         self.default_turn: dict[str, Any] | None = None
         self.requests: list[dict[str, Any]] = []
@@ -141,7 +151,9 @@ class FakeLLM:
     def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]):
         with self._lock:
             self.requests.append({"path": path, "json": body, "headers": headers})
-            turn = self._queue.popleft() if self._queue else self.default_turn
+            turn = self.respond(body) if self.respond is not None else None
+            if turn is None:
+                turn = self._queue.popleft() if self._queue else self.default_turn
             if turn is not None:
                 self.served += 1
             return turn, self.served
@@ -165,6 +177,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         turn, number = fake._take(self.path, body, headers)
+        delay = (turn or {}).get("delay", fake.latency)
+        if delay:
+            time.sleep(delay)
         if turn is None:
             return self._error(api, {"status": 500, "message": "fake LLM script exhausted"})
         fault = turn.get("fault")

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from talaria.tools.execute_code.env import ExecSettings
 
 if TYPE_CHECKING:
+    from talaria.tools.clarify import Clarifier
+    from talaria.tools.delegate_task import Delegate
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
 
 
@@ -27,6 +29,11 @@ class ToolState:
     sessions (so at most `max_kernels` run in all). None: the session makes its own."""
     kernel: SessionKernel | None = None
     """This session's place in `kernels`, made at its first script."""
+    clarify: Clarifier | None = None
+    """Asks the user a `clarify` question (set by the runtime from the front door); None:
+    nobody can be asked."""
+    delegate: Delegate | None = None
+    """Runs `delegate_task`'s subagents (set by the runtime: tools cannot build sessions)."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 

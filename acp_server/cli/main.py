@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=int, help="model calls allowed for this task")
     run.add_argument("--acp", action="store_true",
                      help="run through the protocol: `talaria acp` as a child, this process its editor")
+    run.add_argument("--no-checkpoints", action="store_true",
+                     help="take no checkpoint before the task changes files (talaria checkpoints)")
 
     demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
@@ -62,9 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
     from talaria.acp_server.cli import batch as batch_cli
+    from talaria.acp_server.cli import checkpoints as checkpoints_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
     trajectories_cli.add_parser(sub)
     batch_cli.add_batch_parser(sub)
+    checkpoints_cli.add_parser(sub)
     return parser
 
 
@@ -102,6 +106,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from talaria.acp_server.cli.batch import run_batch_cli
 
         return run_batch_cli(args)
+    if args.command == "checkpoints":
+        from talaria.acp_server.cli.checkpoints import run as checkpoints
+
+        return checkpoints(args)
     if args.command == "trajectories":
         from talaria.acp_server.cli.trajectories import run as trajectories
 

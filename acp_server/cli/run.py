@@ -183,9 +183,11 @@ async def run_over_acp(
     from talaria.acp_server.client.core import AcpClient, allow_all
 
     env = child_env()
-    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS")):
+    for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS"),
+                      ("checkpoints", "TALARIA_CHECKPOINTS")):
         if flags.get(name) is not None:
-            env[var] = str(flags[name])
+            value = flags[name]
+            env[var] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     permission = allow_all if yes else policy or TerminalAsker()
     async with AcpClient(env=env, cwd=cwd, permission=permission, on_update=view.update) as client:
         await client.initialize()
@@ -222,7 +224,8 @@ def run_cli(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"talaria: --mode: {exc}", file=sys.stderr)
             return exits.USAGE
-    flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns}
+    flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns,
+             "checkpoints": False if getattr(args, "no_checkpoints", False) else None}
     policy = TerminalAsker()
     view = TerminalView(sys.stdout, as_json=args.json, unasked=policy.unasked)
     task = run_over_acp if getattr(args, "acp", False) else run_task

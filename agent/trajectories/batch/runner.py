@@ -65,6 +65,8 @@ class BatchOptions:
     """Wall seconds per task (default DEFAULT_TIMEOUT_S)."""
     keep_workspaces: bool = False
     """Keep `tasks/<id>/` after each task (for inspection)."""
+    no_checkpoints: bool = False
+    """Take no checkpoints of task workspaces (`--no-checkpoints`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +205,8 @@ async def _drive(
                        "max_turns": effective["max_turns"], "toolsets": effective["toolsets"],
                        "timeout": effective["task_timeout"],
                        "task_dir": str((tasks_root / task_dir_name(task.id)).resolve()),
-                       "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex}
+                       "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex,
+                       "checkpoints": False if options.no_checkpoints else None}
                 record = await executor.run(job)
                 mark = time.perf_counter()
                 this_run["tasks_run"] += 1

@@ -1,0 +1,108 @@
+"""Session lifecycle beside `server.py`: the newer methods (`session/fork`, unstable;
+`session/delete`; `logout`), what follows a session's opening (`announce`: commands, plan),
+and the keepalive of running prompts. `server.py` registers and calls them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from talaria.acp_server.jsonrpc import Reply, RpcError
+from talaria.acp_server.params import cwd_param, param, quoted
+
+if TYPE_CHECKING:
+    from talaria.acp_server.server import AcpServer
+    from talaria.agent.session import Session
+
+
+async def fork_session(server: AcpServer, params: dict[str, Any]) -> Reply:
+    """Unstable `session/fork`: a new session with the transcript up to now (what a running
+    turn has committed so far); the source goes on untouched."""
+    source_id = param(params, "sessionId")
+    cwd = cwd_param(params)
+    source = server.sessions.get(source_id)
+    record = server.store.get_session(source_id)
+    if record is None:
+        raise RpcError.resource_not_found(f"no session {quoted(source_id)} was saved",
+                                          sessionId=source_id)
+    from talaria.agent.runtime import new_session_id
+
+    fork_id = new_session_id()
+    server.store.copy_session(source_id, fork_id)
+    history = server.store.messages(fork_id, include_archived=False)
+    session = server._build(cwd, model=source.provider.name if source else None,
+                          mode=source.permissions.mode if source else None,
+                          session_id=fork_id, history=history)
+    session.title = f"{record.title or 'Untitled'} (fork)"[:80]
+    server.store.update_session(fork_id, title=session.title)
+    if source is not None:
+        session.tool_state.todos = [dict(t) for t in source.tool_state.todos]
+    else:
+        from talaria.acp_server.history import last_todos
+
+        session.tool_state.todos = last_todos(history) or []
+    return Reply({"sessionId": fork_id, **server._state(session)},
+                 then=announce(server, session, plan=True))
+
+async def delete_session(server: AcpServer, params: dict[str, Any]) -> dict[str, Any]:
+    """`session/delete`: close it if open, then remove its transcript from the store."""
+    session_id = param(params, "sessionId")
+    if session_id in server.sessions:
+        await server.close_session(params)
+    if not server.store.delete_session(session_id):
+        raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
+                                          sessionId=session_id)
+    return {}
+
+async def logout(server: AcpServer, params: dict[str, Any]) -> dict[str, Any]:
+    """Forget the keys `talaria setup` stored; new sessions then need credentials again
+    (keys in the environment stay: they are not ours to remove). Open sessions go on."""
+    import dataclasses
+
+    try:
+        (server.config.home / "credentials").unlink(missing_ok=True)
+    except OSError as exc:
+        raise RpcError.internal(f"could not remove the stored credentials: {exc.strerror}") \
+            from None
+    server.config = dataclasses.replace(server.config, credentials={})
+    return {}
+
+
+def announce(server: AcpServer, session: Session, *, plan: bool = False) -> Any:
+    """`available_commands_update`, sent right after the new/load/resume response; with
+    `plan`, the todo list's plan too (a forked session replays nothing)."""
+    from talaria.acp_server.updates import plan_entries
+    from talaria.agent.commands import COMMANDS
+    from talaria.tools.todo import plan_entries as todo_plan
+
+    update = {"sessionUpdate": "available_commands_update", "availableCommands": [
+        {"name": c.name, "description": c.description,
+         **({"input": {"hint": c.hint}} if c.hint else {})}
+        for c in COMMANDS.values()
+    ]}
+
+    async def send() -> None:
+        await server._notify(session.id, update)
+        if plan and session.tool_state.todos:
+            entries = plan_entries(todo_plan(session.tool_state.todos))
+            await server._notify(session.id, {"sessionUpdate": "plan", "entries": entries})
+
+    return send
+
+
+async def keepalive(server: AcpServer) -> None:
+    """Editor panels with idle timeouts drop a turn that stays silent too long (VS Code
+    ACP clients): a running prompt silent for `keepalive_s` gets an empty text chunk."""
+    interval = server.config.keepalive_s
+    if not interval:
+        return
+    while True:
+        await anyio.sleep(max(interval / 10, 0.05))
+        for session_id in list(server.running):
+            session = server.sessions.get(session_id)
+            door = getattr(session, "door", None)
+            if door is not None and door.silent_for() >= interval:
+                await door.notify({"sessionUpdate": "agent_message_chunk",
+                                   "content": {"type": "text", "text": ""}})

@@ -1,0 +1,190 @@
+"""Putting files back: `/undo` (the last turn's files) and `/restore N` (the project as at N).
+
+    await undo(repo, journal, session_id, workspace)            -> reply text
+    await restore(repo, journal, number, workspace, session_id) -> reply text
+
+`undo` restores the files this session's latest turn changed (that has not been undone) to
+their state before it; `restore` restores every file that differs from checkpoint N's
+snapshot, and marks the turns from N on as undone. Files go back through `workspace`: in an
+editor that writes (`fs/write_text_file`) text files are written there, so the editor shows
+the change; binary files, deletions and sessions without an editor use the disk. Files the
+turn wrote through the editor come back from their pre-images. A restore is itself a
+checkpoint (kind `restore`), so `/restore` of it takes the restore back. Bad input (nothing
+to undo, no such checkpoint) raises CheckpointError before anything is changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from talaria.agent.checkpoints.journal import Checkpoint, Journal
+from talaria.agent.checkpoints.shadow import CheckpointError, ShadowRepo
+
+VERBS = {"A": "created since → deleted", "M": "modified since → restored",
+         "D": "deleted since → recreated", "E": "written in the editor → restored"}
+NAMED_FILES = 20
+"""Files named one by one in a reply; the rest are counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    path: str
+    """Relative to the project."""
+    status: str
+    """A, M or D as the turn changed it; E: written through the editor (a pre-image)."""
+    content: bytes | None
+    """What to put back; None: delete the file."""
+    mode: int | None = None
+
+
+async def undo(repo: ShadowRepo, journal: Journal, session_id: str, workspace: Any) -> str:
+    def pick() -> Checkpoint:
+        turns = [c for c in journal.load() if c.kind == "turn" and c.session_id == session_id
+                 and not c.undone and c.after is not None]
+        if not turns:
+            raise CheckpointError("nothing to undo: no turn of this session changed files "
+                                  "(/checkpoints lists what can be restored)")
+        return turns[-1]
+
+    with_lock = _locked(repo, pick)
+    target = await anyio.to_thread.run_sync(with_lock)
+    return await _run(repo, journal, target, workspace, session_id, whole=False)
+
+
+async def restore(repo: ShadowRepo, journal: Journal, number: int, workspace: Any,
+                  session_id: str) -> str:
+    def pick() -> Checkpoint:
+        found = next((c for c in journal.load() if c.number == number), None)
+        if found is None:
+            raise CheckpointError(f"there is no checkpoint {number} for this project; "
+                                  "/checkpoints lists them")
+        return found
+
+    target = await anyio.to_thread.run_sync(_locked(repo, pick))
+    return await _run(repo, journal, target, workspace, session_id, whole=True)
+
+
+def _locked(repo: ShadowRepo, func: Any) -> Any:
+    def run() -> Any:
+        with repo.locked():
+            return func()
+    return run
+
+
+async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace: Any,
+               session_id: str, *, whole: bool) -> str:
+    label = f"/restore {target.number}" if whole else f"/undo of checkpoint {target.number}"
+    now, changes = await anyio.to_thread.run_sync(_plan, repo, journal, target, whole, label)
+    what = (f"as they were at checkpoint {target.number}" if whole
+            else f"as they were before the turn \"{target.prompt[:60]}\"")
+    if not changes:
+        return f"Nothing to restore: the files are already {what}."
+    editor_texts = await _apply(repo.project, changes, workspace)
+    record = await anyio.to_thread.run_sync(
+        _record, repo, journal, target, now, editor_texts, session_id, label, whole)
+    lines = [f"Restored {len(changes)} file(s) {what}:"]
+    lines += [f"  {c.path} ({VERBS[c.status]})" for c in changes[:NAMED_FILES]]
+    if len(changes) > NAMED_FILES:
+        lines.append(f"  … and {len(changes) - NAMED_FILES} more")
+    if target.skipped:
+        lines.append(f"Not restored (never checkpointed): {', '.join(target.skipped)}")
+    if record is not None:
+        lines.append(f"This restore is checkpoint {record.number}: /restore {record.number} "
+                     "takes it back.")
+    return "\n".join(lines)
+
+
+def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
+          label: str) -> tuple[str, list[Change]]:
+    """(commit of the project now, the files to put back)."""
+    with repo.locked():
+        now, _ = repo.snapshot(f"before {label}")
+        if whole or target.after is None:
+            disk = repo.diff(target.before, now)
+        else:
+            disk = repo.diff(target.before, target.after)
+        contents = repo.contents(target.before, [path for _, path in disk])
+        changes = []
+        for status, path in disk:
+            found = contents.get(path)
+            changes.append(Change(path, status, found[0] if found else None,
+                                  found[1] if found else None))
+        later = [c for c in journal.load() if c.number >= target.number] if whole else [target]
+        seen = {path for _, path in disk}
+        for checkpoint in later:  # the earliest pre-image of each file wins
+            for path, name in checkpoint.pre_images.items():
+                if path in seen:
+                    continue
+                seen.add(path)
+                try:
+                    text = None if name is None else journal.pre_image(checkpoint.number, name)
+                except OSError:
+                    continue  # its pre-image is gone: better left alone than guessed
+                changes.append(Change(path, "E", None if text is None else text.encode()))
+        return now, sorted(changes, key=lambda c: c.path)
+
+
+async def _apply(project: Path, changes: list[Change], workspace: Any) -> dict[str, str | None]:
+    """Put each file back; returns the editor's texts before (the restore's own pre-images)."""
+    through_editor = bool(getattr(workspace, "can_write", False))
+    before: dict[str, str | None] = {}
+    for change in changes:
+        path = project / change.path
+        text = _text(change.content)
+        if change.content is not None and text is not None and through_editor:
+            try:
+                before[change.path] = await workspace.read_text(path)
+            except FileNotFoundError:
+                before[change.path] = None
+            except OSError:
+                pass
+            await workspace.write_text(path, text)
+        else:
+            await anyio.to_thread.run_sync(_write_disk, path, change.content, change.mode)
+    return before
+
+
+def _text(content: bytes | None) -> str | None:
+    if content is None or b"\x00" in content:
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _write_disk(path: Path, content: bytes | None, mode: int | None) -> None:
+    if content is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    if mode is not None:
+        os.chmod(path, 0o755 if mode & 0o111 else 0o644)
+
+
+def _record(repo: ShadowRepo, journal: Journal, target: Checkpoint, before: str,
+            editor_texts: dict[str, str | None], session_id: str, label: str,
+            whole: bool) -> Checkpoint | None:
+    with repo.locked():
+        after, _ = repo.snapshot(f"after {label}")
+        changed = [[status, path] for status, path in repo.diff(before, after)]
+        for checkpoint in journal.load():
+            if checkpoint.kind == "turn" and (checkpoint.number == target.number or (
+                    whole and checkpoint.number >= target.number)):
+                checkpoint.undone = True
+                journal.update(checkpoint)
+        if not changed and not editor_texts:
+            return None
+        record = journal.add({"kind": "restore", "session_id": session_id, "prompt": label,
+                              "before": before, "after": after, "changed": changed})
+        record.pre_images = journal.write_pre_images(record.number, editor_texts)
+        journal.update(record)
+        return record
