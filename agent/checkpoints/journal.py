@@ -113,4 +113,5 @@ class Journal:
 
     def pre_image(self, number: int, name: str) -> str:
         """A stored pre-image's text; OSError when it is gone."""
-        return (self.dir / "pre" / str(number) / name).read_text(encoding="utf-8", newline="")
+        with open(self.dir / "pre" / str(number) / name, encoding="utf-8", newline="") as handle:
+            return handle.read()

@@ -83,9 +83,10 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
     now, changes = await anyio.to_thread.run_sync(_plan, repo, journal, target, whole, label)
     what = (f"as they were at checkpoint {target.number}" if whole
             else f"as they were before the turn \"{target.prompt[:60]}\"")
-    if not changes:
+    changes, editor_texts = await _apply(repo.project, changes, workspace)
+    if not changes:  # still undone: the next /undo goes further back
+        await anyio.to_thread.run_sync(_locked(repo, lambda: _mark_undone(journal, target, whole)))
         return f"Nothing to restore: the files are already {what}."
-    editor_texts = await _apply(repo.project, changes, workspace)
     record = await anyio.to_thread.run_sync(
         _record, repo, journal, target, now, editor_texts, session_id, label, whole)
     lines = [f"Restored {len(changes)} file(s) {what}:"]
@@ -130,24 +131,33 @@ def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
         return now, sorted(changes, key=lambda c: c.path)
 
 
-async def _apply(project: Path, changes: list[Change], workspace: Any) -> dict[str, str | None]:
-    """Put each file back; returns the editor's texts before (the restore's own pre-images)."""
+async def _apply(project: Path, changes: list[Change], workspace: Any
+                 ) -> tuple[list[Change], dict[str, str | None]]:
+    """Put each file back: (the changes made, the editor's texts before them, which are the
+    restore's own pre-images). A pre-image equal to what the file holds now is skipped."""
     through_editor = bool(getattr(workspace, "can_write", False))
+    made: list[Change] = []
     before: dict[str, str | None] = {}
     for change in changes:
         path = project / change.path
         text = _text(change.content)
-        if change.content is not None and text is not None and through_editor:
+        current: str | None = None
+        if change.status == "E" or (through_editor and text is not None):
             try:
-                before[change.path] = await workspace.read_text(path)
+                current = await workspace.read_text(path)
             except FileNotFoundError:
-                before[change.path] = None
+                current = None
             except OSError:
-                pass
+                current = ""  # unreadable (binary, too large): not equal to any pre-image
+            if change.status == "E" and current == text:
+                continue  # already as it was
+        if change.content is not None and text is not None and through_editor:
+            before[change.path] = current
             await workspace.write_text(path, text)
         else:
             await anyio.to_thread.run_sync(_write_disk, path, change.content, change.mode)
-    return before
+        made.append(change)
+    return made, before
 
 
 def _text(content: bytes | None) -> str | None:
@@ -170,17 +180,22 @@ def _write_disk(path: Path, content: bytes | None, mode: int | None) -> None:
         os.chmod(path, 0o755 if mode & 0o111 else 0o644)
 
 
+def _mark_undone(journal: Journal, target: Checkpoint, whole: bool) -> None:
+    """The target turn (and, for a whole restore, every later one) counts as undone."""
+    for checkpoint in journal.load():
+        if checkpoint.kind == "turn" and not checkpoint.undone and (
+                checkpoint.number == target.number or (whole and checkpoint.number >= target.number)):
+            checkpoint.undone = True
+            journal.update(checkpoint)
+
+
 def _record(repo: ShadowRepo, journal: Journal, target: Checkpoint, before: str,
             editor_texts: dict[str, str | None], session_id: str, label: str,
             whole: bool) -> Checkpoint | None:
     with repo.locked():
         after, _ = repo.snapshot(f"after {label}")
         changed = [[status, path] for status, path in repo.diff(before, after)]
-        for checkpoint in journal.load():
-            if checkpoint.kind == "turn" and (checkpoint.number == target.number or (
-                    whole and checkpoint.number >= target.number)):
-                checkpoint.undone = True
-                journal.update(checkpoint)
+        _mark_undone(journal, target, whole)
         if not changed and not editor_texts:
             return None
         record = journal.add({"kind": "restore", "session_id": session_id, "prompt": label,

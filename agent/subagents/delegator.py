@@ -179,6 +179,8 @@ class Run:
                 self.duration = time.monotonic() - self.started
                 if self.session is not None:
                     self.session.close()  # its kernel lives exactly as long as the subagent
+                with anyio.CancelScope(shield=True):
+                    await self.end()  # its card ends as it does, not with the slowest one
 
     def brief(self, turns: int) -> str:
         context = f"Context:\n{self.task.context}\n\n" if self.task.context else ""
