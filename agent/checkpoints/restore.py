@@ -134,23 +134,24 @@ def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
 async def _apply(project: Path, changes: list[Change], workspace: Any
                  ) -> tuple[list[Change], dict[str, str | None]]:
     """Put each file back: (the changes made, the editor's texts before them, which are the
-    restore's own pre-images). A pre-image equal to what the file holds now is skipped."""
+    restore's own pre-images). A file that already holds what it should is left alone."""
     through_editor = bool(getattr(workspace, "can_write", False))
     made: list[Change] = []
     before: dict[str, str | None] = {}
     for change in changes:
         path = project / change.path
         text = _text(change.content)
-        current: str | None = None
         if change.status == "E" or (through_editor and text is not None):
             try:
-                current = await workspace.read_text(path)
+                current: str | None = await workspace.read_text(path)
             except FileNotFoundError:
                 current = None
             except OSError:
-                current = ""  # unreadable (binary, too large): not equal to any pre-image
-            if change.status == "E" and current == text:
-                continue  # already as it was
+                current = ""  # unreadable (binary, too large): not equal to any text
+            if current == text:
+                continue
+        elif await anyio.to_thread.run_sync(_disk_bytes, path) == change.content:
+            continue
         if change.content is not None and text is not None and through_editor:
             before[change.path] = current
             await workspace.write_text(path, text)
@@ -158,6 +159,15 @@ async def _apply(project: Path, changes: list[Change], workspace: Any
             await anyio.to_thread.run_sync(_write_disk, path, change.content, change.mode)
         made.append(change)
     return made, before
+
+
+def _disk_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b"\0unreadable"  # never equal to what a checkpoint holds
 
 
 def _text(content: bytes | None) -> str | None:
