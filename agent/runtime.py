@@ -70,7 +70,7 @@ def new_session(
     `door` is bound to the session's id, so a front door makes the id first
     (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
     `prestart`: start the execute_code kernel now (call on the event loop's thread), so the
-    first script costs what a warm one does.
+    first script costs what a warm one does, and index the project for checkpoints.
     """
     registry = load_builtin_tools()
     session = Session(
@@ -101,7 +101,7 @@ def new_session(
             kernels=kernels,
         ),
     )
-    _wire_turn_features(config, session)
+    _wire_turn_features(config, session, prestart=prestart)
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
@@ -121,7 +121,7 @@ def new_session(
     return session
 
 
-def _wire_turn_features(config: Config, session: Session) -> None:
+def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> None:
     """What tools reach through the session: subagents, questions to the user, checkpoints."""
     if session.tool("delegate_task") is not None:
         from talaria.agent.subagents import Delegator
@@ -133,7 +133,9 @@ def _wire_turn_features(config: Config, session: Session) -> None:
     if config.checkpoints:
         from talaria.agent.checkpoints import TurnCheckpoints
 
-        session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
+        checkpoints = session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
+        if prestart:
+            checkpoints.prime()  # the first turn's checkpoint then costs what a later one does
 
 
 def _clarifier(session: Session, question: Clarifier) -> Clarifier:

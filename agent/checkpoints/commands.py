@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from talaria.agent.checkpoints.journal import Checkpoint, Journal
 from talaria.agent.checkpoints.restore import restore, undo
 from talaria.agent.checkpoints.shadow import CheckpointError
+from talaria.agent.checkpoints.turns import TurnCheckpoints
 
 if TYPE_CHECKING:
     from talaria.agent.session import Session
@@ -21,7 +22,7 @@ async def checkpoint_command(session: Session, name: str, arg: str) -> str:
     from talaria.agent.commands import CommandError
 
     checkpoints = session.checkpoints
-    if checkpoints is None or not hasattr(checkpoints, "repo"):
+    if not isinstance(checkpoints, TurnCheckpoints):  # None: off; a subagent's: not its own
         raise CommandError(f"/{name}: checkpoints are off in this session "
                            "(TALARIA_CHECKPOINTS=false or --no-checkpoints)")
     try:

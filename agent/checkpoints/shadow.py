@@ -142,13 +142,19 @@ class ShadowRepo:
         if not exclude.exists() or exclude.read_text(encoding="utf-8") != text:
             exclude.write_text(text, encoding="utf-8")
 
-    def snapshot(self, label: str) -> tuple[str, list[str]]:
-        """Commit the project's files as they are now: (commit sha, large files left out).
+    def stage(self) -> list[str]:
+        """Bring the index up to the project's files; returns the large files left out.
         Call with the lock held."""
         self._init()
         large = self.scan()
         self._exclude(large)
         self.git("add", "-A", "--ignore-errors", "--", ".", check=False)  # unreadable: skipped
+        return large
+
+    def snapshot(self, label: str) -> tuple[str, list[str]]:
+        """Commit the project's files as they are now: (commit sha, large files left out).
+        Call with the lock held."""
+        large = self.stage()
         self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", label or "checkpoint")
         return self.head(), large
 

@@ -10,6 +10,7 @@ leaves no checkpoint. A subagent shares its parent's turn (`nested()`).
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 
 import anyio
@@ -35,6 +36,18 @@ class TurnCheckpoints:
         """Why this project cannot be checkpointed (too many files): not retried each turn."""
         self._told: set[str] = set()
         self._lock = anyio.Lock()
+
+    def prime(self) -> threading.Thread:
+        """Bring the shadow index up to date in a background thread (call when the session
+        starts): git then hashes the project's files now, not during the first turn, whose
+        checkpoint only looks at what changed since. Failures are left for that checkpoint."""
+        def run() -> None:
+            with contextlib.suppress(CheckpointError, OSError), self.repo.locked():
+                self.repo.stage()
+
+        thread = threading.Thread(target=run, name="checkpoint-prime", daemon=True)
+        thread.start()
+        return thread
 
     def begin_turn(self, prompt: str) -> None:
         self.prompt = " ".join(prompt.split())[:PROMPT_CHARS]
