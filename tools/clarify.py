@@ -61,18 +61,12 @@ def _choices(raw: Any) -> tuple[str, ...] | str:
 
 @tool(
     name="clarify",
-    description=(
-        "Ask the user a question when you cannot proceed well without their decision (which "
-        "approach, which file, ambiguous requirements). Give `choices` when the answers are "
-        f"known (up to {MAX_CHOICES}; the user may still answer in their own words). Do not "
-        "ask what you can find out yourself."
-    ),
+    description="Ask the user a question you cannot settle yourself; give choices when known.",
     parameters={
         "type": "object",
         "properties": {
-            "question": {"type": "string", "description": "One clear question"},
-            "choices": {"type": "array", "items": {"type": "string"},
-                        "description": "Possible answers, if known"},
+            "question": {"type": "string"},
+            "choices": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["question"],
     },

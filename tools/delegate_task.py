@@ -89,28 +89,19 @@ def _title(args: dict[str, Any]) -> str:
 @tool(
     name="delegate_task",
     description=(
-        "Hand self-contained work to subagents: each starts with an empty context (it knows only "
-        "the goal and context you give it), works with the tools, and returns a summary, the "
-        "files it touched and its tool counts. Use it for independent pieces of a larger task "
-        "or for research that would flood your own context. `tasks` runs several in parallel. "
-        "Subagents cannot ask the user questions or change memory or skills."
+        "Hand self-contained work to subagents. Each starts with an empty context (only its "
+        "goal and context), works with the tools and returns a summary, the files it touched "
+        "and tool counts. `tasks` runs several in parallel."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "goal": {"type": "string", "description": "What one subagent should achieve"},
-            "context": {"type": "string",
-                        "description": "Everything it needs to know: paths, constraints, findings"},
-            "toolsets": {"type": "array", "items": {"type": "string"},
-                         "description": "Toolsets or tool names it may use (default: all it may)"},
-            "tasks": {
-                "type": "array", "maxItems": MAX_TASKS,
-                "description": "Several subagents in parallel, instead of goal",
-                "items": {"type": "object", "properties": {
-                    "goal": {"type": "string"}, "context": {"type": "string"},
-                    "toolsets": {"type": "array", "items": {"type": "string"}},
-                }, "required": ["goal"]},
-            },
+            "goal": {"type": "string"},
+            "context": {"type": "string", "description": "All it needs: paths, constraints"},
+            "toolsets": {"type": "array", "items": {"type": "string"}},
+            "tasks": {"type": "array", "items": {"type": "object", "properties": {
+                "goal": {"type": "string"}, "context": {"type": "string"}},
+                "required": ["goal"]}},
         },
     },
     kind="think",
