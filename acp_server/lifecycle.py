@@ -5,12 +5,15 @@ and the keepalive of running prompts. `server.py` registers and calls them.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from talaria.acp_server.jsonrpc import Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, quoted
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from talaria.acp_server.server import AcpServer
@@ -88,6 +91,10 @@ def announce(server: AcpServer, session: Session, *, plan: bool = False) -> Any:
         if plan and session.tool_state.todos:
             entries = plan_entries(todo_plan(session.tool_state.todos))
             await server._notify(session.id, {"sessionUpdate": "plan", "entries": entries})
+        try:  # the model's SDK loads now, in a worker thread, so the first prompt does not wait
+            await session.provider.warm()
+        except Exception as exc:  # the first prompt reports it, with its cause
+            log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
 
     return send
 

@@ -17,7 +17,6 @@ from talaria.acp_server import lifecycle
 from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
-from talaria.acp_server.updates import iso
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
 
@@ -197,6 +196,8 @@ class AcpServer:
         return session
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.acp_server import updates
+
         cwd = params.get("cwd")
         cursor = params.get("cursor")
         if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
@@ -205,7 +206,7 @@ class AcpServer:
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [
-            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": iso(r.updated_at)}
+            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": updates.iso(r.updated_at)}
             for r in page
         ]}
         if len(records) > LIST_PAGE:
