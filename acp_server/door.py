@@ -26,7 +26,7 @@ from talaria.acp_server.updates import (
 )
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
-from talaria.tools.clarify import Answer, Question
+from talaria.tools.handoffs import Answer, Question
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ and the keepalive of running prompts. `server.py` registers and calls them.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -16,8 +17,29 @@ from talaria.acp_server.params import cwd_param, param, quoted
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from talaria.acp_server.server import AcpServer
+    from talaria.agent.config import Config
     from talaria.agent.session import Session
+    from talaria.agent.store import Store
+
+
+class AcpServer(Protocol):
+    """What these functions use of `server.AcpServer` (named here: server.py imports us)."""
+
+    config: Config
+    sessions: dict[str, Session]
+    running: dict[str, anyio.CancelScope]
+
+    @property
+    def store(self) -> Store: ...
+
+    def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
+               session_id: str | None = None, history: list[Any] | None = None) -> Session: ...
+
+    def _state(self, session: Session) -> dict[str, Any]: ...
+
+    async def _notify(self, session_id: str, update: dict[str, Any]) -> None: ...
+
+    async def close_session(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
 async def fork_session(server: AcpServer, params: dict[str, Any]) -> Reply:

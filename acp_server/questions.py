@@ -15,7 +15,8 @@ import logging
 from typing import Any
 
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.tools.clarify import OTHER, Answer, Question
+from talaria.tools.clarify import OTHER
+from talaria.tools.handoffs import Answer, Question
 
 log = logging.getLogger(__name__)
 

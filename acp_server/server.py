@@ -283,17 +283,14 @@ class AcpServer:
         command = commands.parse(typed)
         if command is not None and command[0] in commands.LIVE:
             return {"stopReason": await self._command(session, *command)}
-        if session.prompts.busy:
-            await self._queued_notice(session)
-        async with session.prompts.turn(typed) as admitted:
+        async with session.prompts.turn(typed, lambda ahead: self._queued(session, ahead)) as admitted:
             if not admitted:  # dropped by `/queue clear`
                 return {"stopReason": "cancelled"}
             return await self._prompt_turn(session, params, command)
 
-    async def _queued_notice(self, session: Session) -> None:
+    async def _queued(self, session: Session, ahead: int) -> None:
         from talaria.agent.events import Notice
 
-        ahead = len(session.prompts.waiting) + 1
         await session.door.emit(Notice(
             f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
             "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))

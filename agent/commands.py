@@ -95,9 +95,13 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
     if name == "queue":
         return _queue(session, arg)
     if name in ("undo", "checkpoints", "restore"):
+        from talaria.agent.checkpoints import CheckpointError
         from talaria.agent.checkpoints.commands import checkpoint_command
 
-        return await checkpoint_command(session, name, arg)
+        try:
+            return await checkpoint_command(session, name, arg)
+        except CheckpointError as exc:
+            raise CommandError(str(exc)) from None
     if name == "compact":
         from talaria.agent.context.compaction import compact_session, describe
 

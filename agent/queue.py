@@ -14,7 +14,7 @@ running turn leaves the waiters alone. Steering notes (`/steer`) are not prompts
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -43,12 +43,19 @@ class PromptQueue:
     waiting: list[Waiting] = field(default_factory=list)
 
     @asynccontextmanager
-    async def turn(self, text: str) -> AsyncIterator[bool]:
-        """Wait for this prompt's turn; yields False when it was dropped while waiting."""
+    async def turn(self, text: str, on_queued: Callable[[int], Awaitable[None]] | None = None
+                   ) -> AsyncIterator[bool]:
+        """Wait for this prompt's turn; yields False when it was dropped while waiting.
+        `on_queued(ahead)` runs when it has to wait, once it holds its place: `ahead` counts
+        the running turn and the prompts before it."""
         if self.busy:
             waiter = Waiting(text)
+            # In line before the first await: prompts arriving together keep their order
+            # and each sees how many are ahead of it.
             self.waiting.append(waiter)
             try:
+                if on_queued is not None:
+                    await on_queued(len(self.waiting))
                 await waiter.admitted.wait()
             except BaseException:  # cancelled while waiting ($/cancel_request, shutdown)
                 if waiter in self.waiting:

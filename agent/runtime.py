@@ -14,8 +14,9 @@ from talaria.agent.providers.base import Message, Provider
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
-from talaria.tools.clarify import NO_ANSWER, Answer, Clarifier, Question
+from talaria.tools.clarify import NO_ANSWER
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
 

@@ -8,12 +8,13 @@ is told there is no answer, so it goes on with its best judgement rather than wa
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from talaria.tools.context import ToolContext
+from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.registry import tool
+
+__all__ = ["NO_ANSWER", "OTHER", "Answer", "Clarifier", "Question", "clarify"]
 
 MAX_QUESTION_CHARS = 2000
 MAX_CHOICES = 8
@@ -25,24 +26,6 @@ NO_ANSWER = ("No answer available: nobody can be asked in this session (a headle
              "assumed.")
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
-    text: str
-    choices: tuple[str, ...]
-    tool_call_id: str
-    """The `clarify` call's card, which the question belongs to."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    text: str | None
-    """The user's answer; None when there is none (then `note` says why)."""
-    note: str = ""
-    cancelled: bool = False
-    """The user cancelled the question: the turn ends `cancelled`."""
-
-
-Clarifier = Callable[[Question], Awaitable[Answer]]
 
 
 def _choices(raw: Any) -> tuple[str, ...] | str:

@@ -9,11 +9,10 @@ sets (`talaria.agent.subagents`); it is None where delegation is not allowed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from talaria.tools.context import ToolContext
+from talaria.tools.handoffs import DelegateRequest, Task
 from talaria.tools.registry import tool
 
 MAX_TASKS = 8
@@ -22,22 +21,6 @@ MAX_GOAL_CHARS = 4000
 MAX_CONTEXT_CHARS = 20_000
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
-    goal: str
-    context: str = ""
-    toolsets: tuple[str, ...] | None = None
-    """Toolsets or tool names this subagent may use (None: the default subagent set)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DelegateRequest:
-    tasks: tuple[Task, ...]
-    tool_call_id: str
-    """The `delegate_task` card; each subagent's own card is shown under it."""
-
-
-Delegate = Callable[[DelegateRequest], Awaitable[dict[str, Any]]]
 
 
 def _task(raw: Any, toolsets: Any, where: str) -> Task | str:

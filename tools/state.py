@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.handoffs import Clarifier, Delegate
 
 if TYPE_CHECKING:
-    from talaria.tools.clarify import Clarifier
-    from talaria.tools.delegate_task import Delegate
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
 
 

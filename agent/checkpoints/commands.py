@@ -19,28 +19,28 @@ FILES_SHOWN = 5
 
 
 async def checkpoint_command(session: Session, name: str, arg: str) -> str:
-    from talaria.agent.commands import CommandError
-
+    """Run `/undo`, `/checkpoints` or `/restore N`; bad input raises CheckpointError (its
+    message is the command's reply) before anything changes."""
     checkpoints = session.checkpoints
     if not isinstance(checkpoints, TurnCheckpoints):  # None: off; a subagent's: not its own
-        raise CommandError(f"/{name}: checkpoints are off in this session "
-                           "(TALARIA_CHECKPOINTS=false or --no-checkpoints)")
+        raise CheckpointError(f"/{name}: checkpoints are off in this session "
+                              "(TALARIA_CHECKPOINTS=false or --no-checkpoints)")
+    if name == "checkpoints" and arg:
+        raise CheckpointError("/checkpoints takes no argument; /restore N restores one")
+    if name == "undo" and arg:
+        raise CheckpointError("/undo takes no argument; /restore N goes back further")
+    if name == "restore" and not arg.strip().isdigit():
+        raise CheckpointError("/restore needs a checkpoint number, e.g. /restore 3 "
+                              "(/checkpoints lists them)")
     try:
         if name == "checkpoints":
-            if arg:
-                raise CommandError("/checkpoints takes no argument; /restore N restores one")
             return describe(checkpoints.journal.load(), limit=LISTED)
         if name == "undo":
-            if arg:
-                raise CommandError("/undo takes no argument; /restore N goes back further")
             return await undo(checkpoints.repo, checkpoints.journal, session.id, session.workspace)
-        if not arg.strip().isdigit():
-            raise CommandError("/restore needs a checkpoint number, e.g. /restore 3 "
-                               "(/checkpoints lists them)")
         return await restore(checkpoints.repo, checkpoints.journal, int(arg), session.workspace,
                              session.id)
     except CheckpointError as exc:
-        raise CommandError(f"/{name}: {exc}") from None
+        raise CheckpointError(f"/{name}: {exc}") from None
 
 
 SESSION_HINT = ("/restore N puts the files back as they were before checkpoint N; "

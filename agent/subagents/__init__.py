@@ -1,4 +1,8 @@
-"""Subagents for `delegate_task`: `Delegator` runs them, `ChildDoor` shows them as cards."""
+"""Subagents for `delegate_task`: `Delegator` runs them, `ChildDoor` shows them as cards.
+
+May import the agent's core (session, loop, events, permissions) and `talaria.tools`; the
+runtime wires it in and passes `new_session` in, so it never imports the runtime.
+"""
 
 from __future__ import annotations
 

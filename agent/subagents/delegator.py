@@ -31,8 +31,8 @@ from talaria.agent import events as ev
 from talaria.agent.config import Config
 from talaria.agent.session import Session
 from talaria.agent.subagents.door import ChildDoor
-from talaria.tools.delegate_task import DelegateRequest, Task
 from talaria.tools.execute_code.pool import KernelPool
+from talaria.tools.handoffs import DelegateRequest, Task
 
 log = logging.getLogger(__name__)
 
