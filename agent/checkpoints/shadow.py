@@ -1,15 +1,16 @@
 """A shadow git repository per project: snapshots of its files, the user's own `.git` untouched.
 
     repo = ShadowRepo(home, project)      # $TALARIA_HOME/checkpoints/<project hash>/
-    sha = repo.snapshot("before turn 3")  # every file git would add, as one commit
+    sha, left_out = repo.snapshot("before turn 3")  # every file git would add, one commit
     repo.diff(a, b)                       # [(status A|M|D, path)] from a to b
     repo.contents(sha, paths)             # {path: (bytes, mode) | None}
 
 The repository lives in `git/` under the project's folder, with the project as its work tree
 (`GIT_DIR` + `GIT_WORK_TREE`; nothing is written into the project). git honours the project's
-`.gitignore`; `SKIP_DIRS` (dependency and cache folders) and files larger than `FILE_LIMIT` are
-left out too, and a project with more than `MAX_FILES` files is not checkpointed at all (each
-is reported, never silently skipped). Snapshots chain as commits on one branch, so git never
+`.gitignore`; `SKIP_DIRS` (dependency and cache folders), files larger than `FILE_LIMIT` and
+folders that are git repositories of their own (git would keep only their commit) are left
+out too, and a project with more than `MAX_FILES` files is not checkpointed at all (each is
+reported, never silently skipped). Snapshots chain as commits on one branch, so git never
 drops one. Calls are blocking (run them in a worker thread) and hold the folder's lock, so
 sessions and `talaria checkpoints` on the same project take turns.
 """
@@ -111,12 +112,20 @@ class ShadowRepo:
             config.write(GIT_CONFIG.format(hooks=hooks))
         (self.dir / "project").write_text(str(self.project), encoding="utf-8")
 
-    def scan(self) -> list[str]:
-        """Files over `FILE_LIMIT` (relative paths); raises CheckpointError past `MAX_FILES`."""
+    def scan(self) -> tuple[list[str], list[str]]:
+        """(files over `FILE_LIMIT`, folders that are git repositories of their own), as
+        relative paths; raises CheckpointError past `MAX_FILES`."""
         large: list[str] = []
+        nested: list[str] = []
         count = 0
         skip = {self.home} if self.home.is_relative_to(self.project) else set()
         for top, dirs, files in os.walk(self.project):
+            if top != str(self.project) and (".git" in dirs or ".git" in files):
+                # git would record only the repository's commit (a gitlink), never its
+                # files: a restore could not bring them back, so say so instead.
+                nested.append(os.path.relpath(top, self.project))
+                dirs[:] = []
+                continue
             dirs[:] = [d for d in dirs if d not in SKIP_DIRS and Path(top, d) not in skip]
             count += len(files)
             if count > MAX_FILES:
@@ -129,13 +138,13 @@ class ShadowRepo:
                         large.append(os.path.relpath(path, self.project))
                 except OSError:
                     continue
-        return sorted(large)
+        return sorted(large), sorted(nested)
 
-    def _exclude(self, large: list[str]) -> None:
+    def _exclude(self, left_out: list[str]) -> None:
         patterns = [f"{d}/" for d in sorted(SKIP_DIRS)]
         if self.home.is_relative_to(self.project) and self.home != self.project:
             patterns.append("/" + _escape(str(self.home.relative_to(self.project))) + "/")
-        patterns += ["/" + _escape(path) for path in large]
+        patterns += ["/" + _escape(path) for path in left_out]
         text = "\n".join(patterns) + "\n"
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
@@ -143,20 +152,21 @@ class ShadowRepo:
             exclude.write_text(text, encoding="utf-8")
 
     def stage(self) -> list[str]:
-        """Bring the index up to the project's files; returns the large files left out.
-        Call with the lock held."""
+        """Bring the index up to the project's files; returns what was left out, each with
+        why (for the user). Call with the lock held."""
         self._init()
-        large = self.scan()
-        self._exclude(large)
+        large, nested = self.scan()
+        self._exclude(large + nested)
         self.git("add", "-A", "--ignore-errors", "--", ".", check=False)  # unreadable: skipped
-        return large
+        return ([f"{path} (larger than {FILE_LIMIT // MiB} MiB)" for path in large]
+                + [f"{path}/ (a git repository of its own)" for path in nested])
 
     def snapshot(self, label: str) -> tuple[str, list[str]]:
-        """Commit the project's files as they are now: (commit sha, large files left out).
-        Call with the lock held."""
-        large = self.stage()
+        """Commit the project's files as they are now: (commit sha, what was left out and
+        why). Call with the lock held."""
+        left_out = self.stage()
         self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", label or "checkpoint")
-        return self.head(), large
+        return self.head(), left_out
 
     def head(self) -> str:
         ref = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
@@ -168,7 +178,9 @@ class ShadowRepo:
 
     def diff(self, old: str, new: str) -> list[tuple[str, str]]:
         """(status, path) of files that differ: A added since `old`, M modified, D deleted."""
-        out = self.git("diff", "--name-status", "-z", "--no-renames", old, new)
+        # Gitlinks (nested repositories an older snapshot recorded) have no files to restore.
+        out = self.git("diff", "--name-status", "-z", "--no-renames", "--ignore-submodules=all",
+                       old, new)
         fields = out.decode("utf-8", errors="surrogateescape").split("\0")
         return [(fields[i][0], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
 
@@ -181,7 +193,9 @@ class ShadowRepo:
         for entry in listing.split(b"\0"):
             if entry:
                 meta, _, name = entry.partition(b"\t")
-                modes[name.decode("utf-8", errors="surrogateescape")] = int(meta.split()[0], 8)
+                mode, kind, _sha = meta.split()
+                if kind == b"blob":  # a gitlink has no content here
+                    modes[name.decode("utf-8", errors="surrogateescape")] = int(mode, 8)
         present = [p for p in paths if p in modes]
         data = self.git("cat-file", "--batch", stdin="".join(f"{sha}:{p}\n" for p in present).encode(
             "utf-8", errors="surrogateescape"))

@@ -78,11 +78,9 @@ class TurnCheckpoints:
 
     def _take(self) -> Checkpoint:
         with self.repo.locked():
-            sha, large = self.repo.snapshot(f"before: {self.prompt[:60]}")
-            return self.journal.add({
-                "kind": "turn", "session_id": self.session_id, "prompt": self.prompt,
-                "before": sha,
-                "skipped": [f"{path} (larger than {FILE_LIMIT // 2**20} MiB)" for path in large]})
+            sha, left_out = self.repo.snapshot(f"before: {self.prompt[:60]}")
+            return self.journal.add({"kind": "turn", "session_id": self.session_id,
+                                     "prompt": self.prompt, "before": sha, "skipped": left_out})
 
     def record_write(self, path: str, old_text: str | None) -> None:
         """A file the turn wrote, with its text before (None: it did not exist)."""

@@ -224,3 +224,23 @@ def test_undo_of_a_turn_already_reverted_by_hand_moves_on(session: Session, fake
     assert command(session, "undo").startswith("Nothing to restore")
     assert "before the turn \"first\"" in command(session, "undo")  # not stuck on "second"
     assert (session.cwd / "a.txt").read_text() == "original a\n"
+
+
+def test_a_nested_git_repository_is_left_out_with_a_note(session: Session, fake_llm) -> None:
+    """git would keep only a nested repository's commit (a gitlink), never its files: it is
+    named as left out, and undo restores the rest without tripping over it."""
+    project = session.cwd
+    nested = project / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    (nested / "lib.txt").write_text("lib 1\n")
+    git(nested, "init", "-q")
+    git(nested, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "x")
+    turn(session, fake_llm, call("terminal", command="echo lib 2 > vendor/lib/lib.txt; echo b > a.txt"))
+    (note,) = [e.text for e in recorded(session).of("Notice") if "Not in the checkpoint" in e.text]
+    assert "vendor/lib/ (a git repository of its own)" in note
+    reply = command(session, "undo")
+    assert reply.startswith("Restored 1 file(s)") and "a.txt (modified since → restored)" in reply
+    assert "Not restored (never checkpointed): vendor/lib/" in reply
+    assert (project / "a.txt").read_text() == "original a\n"
+    assert (nested / "lib.txt").read_text() == "lib 2\n"  # not ours: left as it is
+    assert git(nested, "status", "--porcelain") == "?? lib.txt\n"
