@@ -15,7 +15,6 @@ to undo, no such checkpoint) raises CheckpointError before anything is changed.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +24,13 @@ import anyio
 
 from talaria.agent.checkpoints.journal import Checkpoint, Journal
 from talaria.agent.checkpoints.shadow import CheckpointError, ShadowRepo
+from talaria.tools.errors import TalariaError
 
 VERBS = {"A": "created since → deleted", "M": "modified since → restored",
          "D": "deleted since → recreated", "E": "written in the editor → restored"}
 NAMED_FILES = 20
+SYMLINK = 0o120000
+"""git's mode of a symbolic link: its content is the target, put back as a link on disk."""
 """Files named one by one in a reply; the rest are counted."""
 
 
@@ -83,7 +85,10 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
     now, changes = await anyio.to_thread.run_sync(_plan, repo, journal, target, whole, label)
     what = (f"as they were at checkpoint {target.number}" if whole
             else f"as they were before the turn \"{target.prompt[:60]}\"")
-    changes, editor_texts = await _apply(repo.project, changes, workspace)
+    changes, editor_texts, failed = await _apply(repo.project, changes, workspace)
+    if failed and not changes:
+        raise CheckpointError(f"could not restore {', '.join(failed[:NAMED_FILES])}; nothing "
+                              "was changed")
     if not changes:  # still undone: the next /undo goes further back
         await anyio.to_thread.run_sync(_locked(repo, lambda: _mark_undone(journal, target, whole)))
         return f"Nothing to restore: the files are already {what}."
@@ -93,6 +98,8 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
     lines += [f"  {c.path} ({VERBS[c.status]})" for c in changes[:NAMED_FILES]]
     if len(changes) > NAMED_FILES:
         lines.append(f"  … and {len(changes) - NAMED_FILES} more")
+    if failed:
+        lines.append(f"Could not restore: {', '.join(failed[:NAMED_FILES])}")
     if target.skipped:
         lines.append(f"Not restored (never checkpointed): {', '.join(target.skipped)}")
     if record is not None:
@@ -132,42 +139,58 @@ def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
 
 
 async def _apply(project: Path, changes: list[Change], workspace: Any
-                 ) -> tuple[list[Change], dict[str, str | None]]:
+                 ) -> tuple[list[Change], dict[str, str | None], list[str]]:
     """Put each file back: (the changes made, the editor's texts before them, which are the
-    restore's own pre-images). A file that already holds what it should is left alone."""
+    restore's own pre-images, the files that could not be put back with why). A file that
+    already holds what it should is left alone. Deletions go first, so a file can come back
+    where the turn made a folder (and a folder where it made a file)."""
     through_editor = bool(getattr(workspace, "can_write", False))
     made: list[Change] = []
     before: dict[str, str | None] = {}
-    for change in changes:
+    failed: list[str] = []
+    for change in sorted(changes, key=lambda c: (c.content is not None, c.path)):
         path = project / change.path
-        text = _text(change.content)
-        if change.status == "E" or (through_editor and text is not None):
-            try:
-                current: str | None = await workspace.read_text(path)
-            except FileNotFoundError:
-                current = None
-            except OSError:
-                current = ""  # unreadable (binary, too large): not equal to any text
-            if current == text:
+        text = None if change.mode == SYMLINK else _text(change.content)
+        editor = change.status == "E" or (through_editor and text is not None)
+        try:
+            if editor:
+                current = await _editor_text(workspace, path)
+                if current == text:
+                    continue
+            elif await anyio.to_thread.run_sync(_disk_state, path) == (change.content, change.mode
+                                                                       == SYMLINK):
                 continue
-        elif await anyio.to_thread.run_sync(_disk_bytes, path) == change.content:
+            if change.content is not None and text is not None and through_editor:
+                await workspace.write_text(path, text)
+                before[change.path] = current
+            else:
+                await anyio.to_thread.run_sync(_write_disk, path, change.content, change.mode)
+        except (OSError, TalariaError) as exc:  # the others still go back; this one is named
+            failed.append(f"{change.path} ({getattr(exc, 'strerror', None) or exc})")
             continue
-        if change.content is not None and text is not None and through_editor:
-            before[change.path] = current
-            await workspace.write_text(path, text)
-        else:
-            await anyio.to_thread.run_sync(_write_disk, path, change.content, change.mode)
         made.append(change)
-    return made, before
+    return sorted(made, key=lambda c: c.path), before, failed
 
 
-def _disk_bytes(path: Path) -> bytes | None:
+async def _editor_text(workspace: Any, path: Path) -> str | None:
     try:
-        return path.read_bytes()
+        return str(await workspace.read_text(path))
     except FileNotFoundError:
         return None
+    except (OSError, TalariaError):
+        return ""  # unreadable (binary, too large): not equal to any text it should hold
+
+
+def _disk_state(path: Path) -> tuple[bytes | None, bool]:
+    """(what the path holds, whether it is a symlink): a symlink holds its target."""
+    try:
+        if path.is_symlink():
+            return os.fsencode(os.readlink(path)), True
+        return path.read_bytes(), False
+    except FileNotFoundError:
+        return None, False
     except OSError:
-        return b"\0unreadable"  # never equal to what a checkpoint holds
+        return b"\0unreadable", False  # never equal to what a checkpoint holds
 
 
 def _text(content: bytes | None) -> str | None:
@@ -180,11 +203,16 @@ def _text(content: bytes | None) -> str | None:
 
 
 def _write_disk(path: Path, content: bytes | None, mode: int | None) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir() and content is not None and not any(path.iterdir()):
+        path.rmdir()  # the turn made a folder here and its files are gone (deletions go first)
     if content is None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode == SYMLINK:
+        os.symlink(os.fsdecode(content), path)
+        return
     path.write_bytes(content)
     if mode is not None:
         os.chmod(path, 0o755 if mode & 0o111 else 0o644)

@@ -244,3 +244,30 @@ def test_a_nested_git_repository_is_left_out_with_a_note(session: Session, fake_
     assert (project / "a.txt").read_text() == "original a\n"
     assert (nested / "lib.txt").read_text() == "lib 2\n"  # not ours: left as it is
     assert git(nested, "status", "--porcelain") == "?? lib.txt\n"
+
+
+def test_symlinks_and_a_file_turned_into_a_folder_come_back(session: Session, fake_llm) -> None:
+    project = session.cwd
+    (project / "link").symlink_to("a.txt")
+    (project / "other").symlink_to("gone.txt")
+    (project / "spot").write_text("a file\n")
+    before = {p.name: (p.is_symlink(), os.readlink(p) if p.is_symlink() else p.read_bytes())
+              for p in project.iterdir() if p.name != ".home"}
+    turn(session, fake_llm, call("terminal", command=(
+        "rm link; ln -sfn a.txt other; rm spot; mkdir spot; echo inside > spot/f.txt")))
+    assert (project / "spot").is_dir() and os.readlink(project / "other") == "a.txt"
+    reply = command(session, "undo")
+    after = {p.name: (p.is_symlink(), os.readlink(p) if p.is_symlink() else p.read_bytes())
+             for p in project.iterdir() if p.name != ".home"}
+    assert after == before, reply
+
+
+def test_a_file_that_cannot_be_put_back_is_named_and_the_rest_restored(session: Session,
+                                                                        fake_llm) -> None:
+    project = session.cwd
+    (project / ".gitignore").write_text("*.log\n")  # the project's own ignores hold
+    turn(session, fake_llm, call("terminal", command="echo b > a.txt; rm gone.txt; mkdir gone.txt; "
+                                                     "touch gone.txt/run.log"))
+    reply = command(session, "undo")  # gone.txt is now a folder holding an untracked file
+    assert (project / "a.txt").read_text() == "original a\n"
+    assert "Could not restore: gone.txt" in reply and "Restored 1 file(s)" in reply
