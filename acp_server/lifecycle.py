@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from talaria.acp_server.jsonrpc import Reply, RpcError
+from talaria.acp_server.jsonrpc import ConnectionClosed, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, quoted
 
 log = logging.getLogger(__name__)
@@ -133,5 +133,8 @@ async def keepalive(server: AcpServer) -> None:
             session = server.sessions.get(session_id)
             door = getattr(session, "door", None)
             if door is not None and door.silent_for() >= interval:
-                await door.notify({"sessionUpdate": "agent_message_chunk",
-                                   "content": {"type": "text", "text": ""}})
+                try:
+                    await door.notify({"sessionUpdate": "agent_message_chunk",
+                                       "content": {"type": "text", "text": ""}})
+                except ConnectionClosed:  # the editor is gone: nobody left to keep alive
+                    return

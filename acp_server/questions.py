@@ -4,7 +4,9 @@ With `elicitation.form` advertised the question is `elicitation/create` (mode `f
 single-select `answer` of the choices plus "Other", and an `other` text field for an answer in
 the user's own words (no choices: one free-text field). Otherwise it is a
 `session/request_permission` on the `clarify` card whose options are the choices, plus "Skip";
-a question without choices then offers "I'll answer in my next message". A client that fails
+a question without choices then offers "I'll answer in my next message". Its tool call carries
+`_meta.talaria.question`, so a client that allows tool calls unasked (`talaria run --yes`)
+skips questions instead of picking an answer for the user. A client that fails
 the form gets the permission-style question instead. Cancelling ends the turn (the caller's
 job: `Answer.cancelled`).
 """
@@ -82,7 +84,7 @@ async def _options(peer: Peer, session_id: str, question: Question) -> Answer:
         result = await peer.request("session/request_permission", {
             "sessionId": session_id, "options": options,
             "toolCall": {"toolCallId": question.tool_call_id, "title": question.text,
-                         "kind": "think"},
+                         "kind": "think", "_meta": {"talaria": {"question": True}}},
         }, timeout=None)
     except RpcError as exc:  # a client that cannot ask
         log.warning("session/request_permission failed for a question: %s", exc)
