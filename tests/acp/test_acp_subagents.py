@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.acp_checks import check_turn
 from tests.acp_harness import Editor
 from tests.helpers import group_alive
@@ -84,14 +86,15 @@ def test_subagent_updates_for_a_client_that_advertises_subagents(tmp_path: Path,
         assert states[0]["title"] in ("Subagent 1", "Subagent 2")
 
 
-def test_cancel_ends_every_subagent_card_and_process(tmp_path: Path, fake_llm) -> None:
+@pytest.mark.parametrize("terminal", [False, True], ids=["agent-commands", "editor-terminals"])
+def test_cancel_ends_every_subagent_card_and_process(tmp_path: Path, fake_llm, terminal: bool) -> None:
     def sleeper(name: str, done: int) -> dict[str, Any]:
         return {"tool_calls": [call("terminal", command=f"echo $$ > {name}.pid; sleep 30")]}
 
     fake_llm.respond = lambda body: route(body, sleeper)
     fake_llm.script([DELEGATE])
     with Editor(tmp_path, fake_llm) as ed:
-        ed.initialize(terminal=False)
+        ed.initialize(terminal=terminal)
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "split it")  # allowed once each: they run unconfined
         pids = [ed.project / f"{n}.pid" for n in "ab"]
