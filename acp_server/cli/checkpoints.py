@@ -28,12 +28,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "$TALARIA_HOME/checkpoints (never in the project's own .git).")
     sub = parser.add_subparsers(dest="action", required=True)
     listing = sub.add_parser("list", help="the project's checkpoints, newest first")
-    listing.add_argument("--cwd", default=".", help="project directory (default: current)")
+    listing.add_argument("--cwd", default=".", help="project directory (default: the current "
+                         "one, or the nearest one above it that has checkpoints)")
     listing.add_argument("--all", action="store_true", help="every checkpoint, not the latest 20")
     listing.add_argument("--json", action="store_true", help="one JSON object per checkpoint")
     restore = sub.add_parser("restore", help="put the files back as they were at checkpoint N")
     restore.add_argument("number", type=int, help="checkpoint number (see `list`)")
-    restore.add_argument("--cwd", default=".", help="project directory (default: current)")
+    restore.add_argument("--cwd", default=".", help="project directory (default: as for list)")
     return parser
 
 
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return exits.USAGE
+    project = _checkpointed(config.home, project)
     repo = ShadowRepo(config.home, project)
     journal = Journal(repo.dir)
     if args.action == "list":
@@ -72,3 +74,14 @@ def run(args: argparse.Namespace) -> int:
         return exits.USAGE
     print(reply.replace("/restore ", "talaria checkpoints restore "))
     return exits.DONE
+
+
+def _checkpointed(home: Path, folder: Path) -> Path:
+    """`folder`, or the nearest folder above it that has checkpoints: run in a subfolder of a
+    project, the project's checkpoints are the ones meant."""
+    from talaria.agent.checkpoints import checkpoints_dir
+
+    for candidate in (folder, *folder.parents):
+        if (checkpoints_dir(home, candidate) / "journal.json").exists():
+            return candidate
+    return folder

@@ -43,6 +43,9 @@ def test_runs_leave_checkpoints_the_cli_lists_and_restores(fake_llm: FakeLLM, pr
     assert "talaria checkpoints restore 3 takes it back" in restored.stdout
     talaria(["checkpoints", "restore", "3"], env, project)  # the restore, undone
     assert (project / "notes.txt").read_text() == "farewell world\n"
+    (project / "sub").mkdir()
+    inside = talaria(["checkpoints", "list", "--json"], env, project / "sub")  # the project's
+    assert [json.loads(line)["number"] for line in inside.stdout.splitlines()] == [4, 3, 2, 1]
     missing = talaria(["checkpoints", "restore", "9"], env, project)
     assert missing.returncode == 2 and "no checkpoint 9" in missing.stderr
     assert (project / "notes.txt").read_text() == "farewell world\n"
