@@ -93,7 +93,8 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
         await anyio.to_thread.run_sync(_locked(repo, lambda: _mark_undone(journal, target, whole)))
         return f"Nothing to restore: the files are already {what}."
     record = await anyio.to_thread.run_sync(
-        _record, repo, journal, target, now, editor_texts, session_id, label, whole)
+        _record, repo, journal, target, now, editor_texts, session_id, label, whole,
+        [c.path for c in changes])
     lines = [f"Restored {len(changes)} file(s) {what}:"]
     lines += [f"  {c.path} ({VERBS[c.status]})" for c in changes[:NAMED_FILES]]
     if len(changes) > NAMED_FILES:
@@ -229,9 +230,9 @@ def _mark_undone(journal: Journal, target: Checkpoint, whole: bool) -> None:
 
 def _record(repo: ShadowRepo, journal: Journal, target: Checkpoint, before: str,
             editor_texts: dict[str, str | None], session_id: str, label: str,
-            whole: bool) -> Checkpoint | None:
+            whole: bool, restored: list[str]) -> Checkpoint | None:
     with repo.locked():
-        after, _ = repo.snapshot(f"after {label}")
+        after, _ = repo.snapshot(f"after {label}", restored)
         changed = [[status, path] for status, path in repo.diff(before, after)]
         _mark_undone(journal, target, whole)
         if not changed and not editor_texts:

@@ -161,10 +161,18 @@ class ShadowRepo:
         return ([f"{path} (larger than {FILE_LIMIT // MiB} MiB)" for path in large]
                 + [f"{path}/ (a git repository of its own)" for path in nested])
 
-    def snapshot(self, label: str) -> tuple[str, list[str]]:
+    def snapshot(self, label: str, paths: list[str] | None = None) -> tuple[str, list[str]]:
         """Commit the project's files as they are now: (commit sha, what was left out and
-        why). Call with the lock held."""
-        left_out = self.stage()
+        why). With `paths`, only those are brought up to date (a restore knows what it
+        wrote: no walk of the project). Call with the lock held."""
+        if paths is None:
+            left_out = self.stage()
+        else:
+            self._init()
+            left_out = []
+            # update-index, not add: a path that is gone is removed, never "did not match".
+            self.git("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                     stdin=b"".join(os.fsencode(p) + b"\0" for p in paths))
         self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", label or "checkpoint")
         return self.head(), left_out
 

@@ -260,6 +260,9 @@ def test_symlinks_and_a_file_turned_into_a_folder_come_back(session: Session, fa
     after = {p.name: (p.is_symlink(), os.readlink(p) if p.is_symlink() else p.read_bytes())
              for p in project.iterdir() if p.name != ".home"}
     assert after == before, reply
+    command(session, "restore", "2")  # the undo, taken back: the turn's state again
+    assert (project / "spot" / "f.txt").read_text() == "inside\n"
+    assert os.readlink(project / "other") == "a.txt" and not (project / "link").is_symlink()
 
 
 def test_a_file_that_cannot_be_put_back_is_named_and_the_rest_restored(session: Session,
