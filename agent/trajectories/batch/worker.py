@@ -153,6 +153,8 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
                               mode="bypass", tool_names=tool_names,
                               session_id=job.get("session_id"))
         model = session.provider.name
+        if (prime := getattr(session.checkpoints, "prime", None)) is not None:
+            prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])
         reason = "error"
