@@ -153,10 +153,18 @@ def steer() -> Iterator[dict[str, Any]]:
 
 
 def _project(root: Path, files: int) -> None:
+    """A project whose files were saved a minute ago, not in the second its checkpoint index
+    is written: git hashes "racily clean" files again at every snapshot, which no real
+    project of 1,000 files has all at once."""
+    import os
+
+    written = time.time() - 60
     for i in range(files):
         folder = root / f"pkg{i % 25}"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"mod{i}.py").write_text(f"VALUE = {i}\n" * 40)
+        path = folder / f"mod{i}.py"
+        path.write_text(f"VALUE = {i}\n" * 40)
+        os.utime(path, (written, written))
 
 
 async def _checkpointed_turn(checkpoints: Any, project: Path, number: int, edit: int) -> float:
