@@ -2,20 +2,31 @@
 
 Events become `session/update` notifications, permission questions become
 `session/request_permission` requests, and tools act through the editor (`EditorWorkspace`,
-which falls back to the local disk per capability the client does not advertise).
+which falls back to the local disk per capability the client does not advertise). The
+`clarify` tool's questions become an `elicitation/create` form when the client advertises
+`elicitation.form`, else a permission-style question whose options are the choices
+(`talaria.acp_server.questions`). Subagents are tool cards everywhere; a client that
+advertises the unstable `subagents` capability also gets `subagent_update`s.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from talaria.acp_server.editor_workspace import EditorWorkspace
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.acp_server.updates import compaction, permission_tool_call, to_update
+from talaria.acp_server.updates import (
+    compaction,
+    permission_tool_call,
+    subagent_update,
+    to_update,
+)
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
+from talaria.tools.handoffs import Answer, Question
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +42,8 @@ class AcpDoor:
     def __init__(
         self, peer: Peer, session_id: str, workspace: EditorWorkspace, *,
         compaction_updates: bool, config_options: Callable[[], list[dict[str, Any]]],
-        on_editor_gone: Callable[[], object],
+        on_editor_gone: Callable[[], object], elicitation: bool = False,
+        subagents: bool = False,
     ) -> None:
         self.peer = peer
         self.session_id = session_id
@@ -40,6 +52,15 @@ class AcpDoor:
         """The client advertised `session.compaction` (else compactions are notices)."""
         self._config_options = config_options
         self._on_editor_gone = on_editor_gone
+        self.elicitation = elicitation
+        """The client advertised `elicitation.form`: questions are forms."""
+        self.subagents = subagents
+        """The client advertised the unstable `subagents`: `subagent_update`s are sent."""
+        self.last_sent = time.monotonic()
+
+    def silent_for(self) -> float:
+        """Seconds since the last `session/update` of this session (see the keepalive)."""
+        return time.monotonic() - self.last_sent
 
     async def emit(self, event: ev.Event) -> None:
         if isinstance(event, ev.Compacted):
@@ -49,11 +70,24 @@ class AcpDoor:
                 await self.notify({"sessionUpdate": "current_mode_update", "currentModeId": event.value})
             await self.notify({"sessionUpdate": "config_option_update",
                                "configOptions": self._config_options()})
+        elif isinstance(event, ev.SubagentChanged):
+            if self.subagents:
+                await self.notify(subagent_update(event))
         elif (update := to_update(event)) is not None:
             await self.notify(update)
 
     async def notify(self, update: dict[str, Any]) -> None:
+        self.last_sent = time.monotonic()
         await self.peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    async def question(self, question: Question) -> Answer:
+        """Ask the user (the `clarify` tool); a cancelled question cancels the turn."""
+        from talaria.acp_server.questions import ask
+
+        answer = await ask(self.peer, self.session_id, question, form=self.elicitation)
+        if answer.cancelled:
+            self._on_editor_gone()  # cancels the session's turn, whoever cancelled
+        return answer
 
     async def ask(self, ask: PermissionAsk) -> str:
         try:

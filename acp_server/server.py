@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
+from talaria.acp_server import lifecycle
+from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.version import version
@@ -52,6 +52,9 @@ class AcpServer:
             "session/resume": self.resume_session, "session/list": self.list_sessions,
             "session/close": self.close_session, "session/prompt": self.prompt,
             "session/set_mode": self.set_mode, "session/set_config_option": self.set_config_option,
+            "session/delete": lambda p: lifecycle.delete_session(self, p),
+            "session/fork": lambda p: lifecycle.fork_session(self, p),
+            "logout": lambda p: lifecycle.logout(self, p),
         }.items():
             peer.on_request(method, handler)
         peer.on_notification("session/cancel", self.cancel)
@@ -85,7 +88,10 @@ class AcpServer:
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+                # `fork` is unstable in ACP v1: clients that do not know it ignore it.
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {},
+                                        "fork": {}},
+                "auth": {"logout": {}},
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
@@ -140,6 +146,8 @@ class AcpServer:
             self.peer, session_id, workspace, compaction_updates=self._client_compaction(),
             config_options=lambda: self._config_options(self.sessions[session_id]),
             on_editor_gone=lambda: self.sessions[session_id].cancel(),
+            elicitation=self._client_has("elicitation", "form"),
+            subagents=isinstance(self.client_capabilities.get("subagents"), dict),
         )
         if self._kernels is None:
             self._kernels = KernelPool()
@@ -165,7 +173,7 @@ class AcpServer:
     async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
         session = self._build(cwd, model=None)
-        return Reply({"sessionId": session.id, **self._state(session)}, then=self._after_session(session))
+        return Reply({"sessionId": session.id, **self._state(session)}, then=lifecycle.announce(self, session))
 
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
@@ -176,11 +184,11 @@ class AcpServer:
         for update in replay_updates(session.store.messages(session.id), tools,
                                      compaction_updates=self._client_compaction()):
             await self._notify(session.id, update)
-        return Reply(self._state(session), then=self._after_session(session))
+        return Reply(self._state(session), then=lifecycle.announce(self, session))
 
     async def resume_session(self, params: dict[str, Any]) -> Reply:
         session = self._restore(params)
-        return Reply(self._state(session), then=self._after_session(session))
+        return Reply(self._state(session), then=lifecycle.announce(self, session))
 
     def _restore(self, params: dict[str, Any]) -> Session:
         from talaria.acp_server.history import last_todos
@@ -223,6 +231,7 @@ class AcpServer:
 
     async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self._session(params)
+        session.prompts.clear()  # queued prompts answer `cancelled`, they do not run
         await self.cancel({"sessionId": session.id})
         session.close()  # stops its execute_code kernel (and a background review)
         self.sessions.pop(session.id, None)
@@ -278,16 +287,32 @@ class AcpServer:
     # -- prompts ----------------------------------------------------------------------------
 
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
-        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
-        from talaria.acp_server.learning import finish_prompt
+        """One prompt. While a turn runs, `/steer` and `/queue` act on it at once and anything
+        else waits in the session's queue (answered when its own turn ends, in order)."""
+        from talaria.acp_server.content import typed_text
         from talaria.agent import commands
-        from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import ProviderError
-        from talaria.agent.skills.commands import expand
 
         session = self._session(params)
-        if session.id in self.running:
-            raise RpcError.invalid_params("a prompt is already running in this session")
+        blocks = params.get("prompt")
+        typed = typed_text(blocks) if isinstance(blocks, list) and all(
+            isinstance(b, dict) for b in blocks) else ""
+        typed = typed if isinstance(typed, str) else ""  # bad blocks: user_content says so
+        command = commands.parse(typed)
+        if command is not None and command[0] in commands.LIVE:
+            return {"stopReason": await self._command(session, *command)}
+        async with session.prompts.turn(typed, lambda ahead: lifecycle.queued(session, ahead)) as admitted:
+            if not admitted:  # dropped by `/queue clear`
+                return {"stopReason": "cancelled"}
+            return await self._prompt_turn(session, params, command)
+
+    async def _prompt_turn(self, session: Session, params: dict[str, Any],
+                           command: tuple[str, str] | None) -> dict[str, Any] | Reply:
+        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
+        from talaria.acp_server.learning import finish_prompt
+        from talaria.agent.loop import run_turn
+        from talaria.agent.providers.errors import AuthError, ProviderError
+        from talaria.agent.skills.commands import expand
+
         self.running[session.id] = scope = anyio.CancelScope()
         try:
             # A cancel may come while a resource link is read through the editor, or during a
@@ -296,7 +321,6 @@ class AcpServer:
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
                 await count_off_loop(content)
-                command = commands.parse(typed_text(params["prompt"]))
                 if command is not None:
                     return {"stopReason": await self._command(session, *command)}
                 content = expand(session, typed_text(params["prompt"]), content) or content
@@ -305,7 +329,7 @@ class AcpServer:
             try:
                 reason = await run_turn(session, content)
             except ProviderError as exc:
-                raise provider_rpc_error(exc) from None
+                raise RpcError.from_provider(exc, auth=isinstance(exc, AuthError)) from None
             return await finish_prompt(self, session, reason)
         finally:
             if self.running.get(session.id) is scope:
@@ -321,8 +345,11 @@ class AcpServer:
 
     def _client_compaction(self) -> bool:
         """Whether the client advertised `session.compaction` (ACP compaction updates)."""
-        session_caps = self.client_capabilities.get("session")
-        return isinstance(session_caps, dict) and session_caps.get("compaction") is not None
+        return self._client_has("session", "compaction")
+
+    def _client_has(self, group: str, name: str) -> bool:
+        caps = self.client_capabilities.get(group)
+        return isinstance(caps, dict) and caps.get(name) is not None
 
     async def _command(self, session: Session, name: str, arg: str) -> str:
         from talaria.agent import commands
@@ -335,36 +362,15 @@ class AcpServer:
     async def _notify(self, session_id: str, update: dict[str, Any]) -> None:
         await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
-    def _after_session(self, session: Session) -> Callable[[], Awaitable[None]]:
-        """Right after the new/load/resume response: `available_commands_update`, then the
-        model's SDK loads in a worker thread, so the first prompt does not wait for it."""
-        from talaria.acp_server.learning import send_commands
-
-        async def then() -> None:
-            await send_commands(self, session, force=True)
-            try:
-                await session.provider.warm()
-            except Exception as exc:  # the first prompt reports it, with its cause
-                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
-
-        return then
-
-
-def provider_rpc_error(exc: Any) -> RpcError:
-    """A failed model call (a ProviderError) as the answer to `session/prompt`: -32000 when the
-    key was refused (clients then offer their sign-in, which runs `talaria setup`), -32050 for
-    every other cause; the message names the endpoint and what to do, `data` classifies it."""
-    from talaria.agent.providers.errors import AuthError
-
-    code = -32000 if isinstance(exc, AuthError) else MODEL_ERROR
-    return RpcError(code, exc.user_message(), exc.to_data())
-
 
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
     peer = Peer(reader, writer)
     server = AcpServer(peer, config, sandbox)
     try:
-        await peer.serve()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lifecycle.keepalive, server)
+            await peer.serve()
+            tg.cancel_scope.cancel()
     finally:
         server.close()
 

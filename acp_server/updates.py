@@ -93,6 +93,19 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
     return None
 
 
+STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
+
+
+def subagent_update(event: ev.SubagentChanged) -> dict[str, Any]:
+    """The unstable ACP `subagent_update` (only for clients advertising `subagents`)."""
+    state: dict[str, Any] = {"state": event.state}
+    if event.state == "idle" and event.stop_reason in STOP_REASONS:
+        state["stopReason"] = event.stop_reason
+    return {"sessionUpdate": "subagent_update", "sessionId": event.id, "title": event.title,
+            "description": event.description, "state": state,
+            "_meta": {"talaria": {"toolCallId": event.card}}}
+
+
 def compaction(event: ev.Compacted, *, client_supports: bool) -> dict[str, Any]:
     """ACP `compaction_update` for clients that advertise `session.compaction`, else a notice."""
     if client_supports:

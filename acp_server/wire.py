@@ -110,6 +110,14 @@ class RpcError(Exception):
         return cls(MODEL_ERROR, message, data)
 
     @classmethod
+    def from_provider(cls, exc: Any, *, auth: bool) -> RpcError:
+        """A failed model call (a ProviderError; `auth`: an AuthError) as the answer to
+        `session/prompt`: -32000 when the key was refused (clients then offer their sign-in,
+        which runs `talaria setup`), -32050 for every other cause; the message names the
+        endpoint and what to do, `data` classifies it."""
+        return cls(-32000 if auth else MODEL_ERROR, exc.user_message(), exc.to_data())
+
+    @classmethod
     def request_cancelled(cls) -> RpcError:
         return cls(-32800, "Request cancelled")
 

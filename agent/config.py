@@ -86,6 +86,14 @@ def _mode(name: str, value: Any) -> str:
     return normalize_mode(value)
 
 
+def _seconds_or_off(name: str, value: Any) -> float:
+    """Seconds, 0 meaning off."""
+    seconds = float(value)
+    if seconds < 0:
+        raise ValueError(f"{name} must be 0 (off) or a number of seconds, got {value!r}")
+    return seconds
+
+
 def _share(name: str, value: Any) -> float:
     share = float(value)
     if not 0.1 <= share <= 1.0:
@@ -182,6 +190,20 @@ class Config:
         "talaria lsp, for editors that cannot ask (no window/showMessageRequest): the mode "
         "used unless initializationOptions.mode says otherwise.",
         _choice("dont_ask", "plan", "accept_edits", "auto"))
+    checkpoints: bool = setting(
+        True, "TALARIA_CHECKPOINTS",
+        "Snapshot the project before each turn's first change (/undo, /restore, talaria "
+        "checkpoints); kept in $TALARIA_HOME/checkpoints, never in the project's own .git.",
+        _boolean)
+    subagent_concurrency: int = setting(
+        3, "TALARIA_SUBAGENT_CONCURRENCY", "Subagents (delegate_task) running at once.",
+        _positive)
+    subagent_max_turns: int = setting(
+        30, "TALARIA_SUBAGENT_MAX_TURNS", "Model calls each subagent may make.", _positive)
+    keepalive_s: float = setting(
+        45.0, "TALARIA_KEEPALIVE_S",
+        "Seconds of silence in a running turn before an empty text chunk keeps editor panels "
+        "with idle timeouts from dropping it; 0: off.", _seconds_or_off)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`[environments.NAME]` tables: each environment's settings."""

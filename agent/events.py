@@ -101,6 +101,20 @@ class OptionChanged:
     value: str
 
 
+@dataclass(frozen=True, slots=True)
+class SubagentChanged:
+    """A subagent started (`running`) or ended (`idle`, with its stop reason); its progress
+    and summary are on its tool card (`card`), which every front door shows."""
+
+    id: str
+    """The subagent's session id."""
+    card: str
+    title: str
+    description: str
+    state: str  # "running" | "idle"
+    stop_reason: str | None = None
+
+
 Event = (
     TextChunk
     | ThoughtChunk
@@ -113,6 +127,7 @@ Event = (
     | Notice
     | Compacted
     | OptionChanged
+    | SubagentChanged
 )
 Emit = Callable[[Event], Awaitable[None]]
 

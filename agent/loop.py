@@ -4,6 +4,12 @@ A turn ends when the model stops calling tools (`end_turn`), runs out of output 
 (`max_tokens`), refuses (`refusal`), exceeds `max_turns` model calls (`max_turn_requests`),
 or is cancelled (`cancelled`). Provider errors propagate to the front door after the user's
 message is safely in the transcript. Every message is committed as it is appended.
+
+Steering: notes the user sends during the turn (`/steer`) wait in `session.steer_notes` and
+join the context as user messages right before the next model call, never between a tool call
+and its result; a turn that would end with notes still waiting goes on to read them.
+Checkpoints: `session.checkpoints` hears when a turn begins and ends (the snapshot itself is
+taken by the tool runner before the turn's first change).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from talaria.agent.session import Session
 from talaria.agent.tool_runner import run_tool_calls
 
 TITLE_LIMIT = 60
+STEER_PREFIX = "[Sent by the user while you were working; take it into account:]\n"
 
 
 class TurnEnded(Exception):
@@ -51,6 +58,8 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
                    {"type": "text", "text": "[an image was attached; this model cannot see images]"}
                    for part in content]
     session.append({"role": "user", "content": content})
+    if session.checkpoints is not None:
+        session.checkpoints.begin_turn(_text(content))
     with anyio.CancelScope() as scope:
         session.cancel_scope = scope
         try:
@@ -59,6 +68,9 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
             reason = end.stop_reason
         finally:
             session.cancel_scope = None
+            if session.checkpoints is not None:
+                with anyio.CancelScope(shield=True):
+                    await session.checkpoints.end_turn()
         await _title(session, content, emit)
         return reason
     return "cancelled"
@@ -66,6 +78,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
 
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
+        take_steering(session)
         used = max(session.last_usage, _count_context(session))
         if needs_compaction(session, used):
             await compact_session(session, reason="auto")
@@ -83,6 +96,8 @@ async def _steps(session: Session, emit: Emit) -> str:
         if finish.reason == "length" and not calls:
             raise TurnEnded("max_tokens")
         if not calls:
+            if session.steer_notes:
+                continue  # a note came while the model answered: it reads it before ending
             return "end_turn"
         await run_tool_calls(session, calls)
     raise TurnEnded("max_turn_requests")
@@ -136,6 +151,13 @@ async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallReq
     return message, calls, finish
 
 
+def take_steering(session: Session) -> None:
+    """The user's `/steer` notes, in order, as user messages (in the transcript too)."""
+    while session.steer_notes:
+        note = session.steer_notes.pop(0)
+        session.append({"role": "user", "content": STEER_PREFIX + note, "steer": True})
+
+
 def _assistant(
     text: list[str], reasoning: list[str], calls: list[ToolCallRequest], extras: dict[str, Any]
 ) -> Message:
@@ -175,13 +197,16 @@ def _count_context(session: Session) -> int:
     return total
 
 
+def _text(content: str | list[dict[str, Any]]) -> str:
+    return content if isinstance(content, str) else " ".join(
+        part.get("text", "") for part in content if part.get("type") == "text"
+    )
+
+
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
     if session.title is not None:
         return
-    text = content if isinstance(content, str) else " ".join(
-        part.get("text", "") for part in content if part.get("type") == "text"
-    )
-    first = " ".join(text.split())[:TITLE_LIMIT].strip() or "Untitled"
+    first = " ".join(_text(content).split())[:TITLE_LIMIT].strip() or "Untitled"
     session.title = first
     if session.store is not None:
         session.store.update_session(session.id, title=first)

@@ -16,7 +16,9 @@ from talaria.agent.skills.setup import attach as attach_learning
 from talaria.agent.skills.setup import prompt_sections
 from talaria.agent.store import Store
 from talaria.tools.builtin import DEFAULT_TOOLS, load_builtin_tools
+from talaria.tools.clarify import NO_ANSWER
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
 
@@ -85,7 +87,7 @@ def new_session(
     `door` is bound to the session's id, so a front door makes the id first
     (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
     `prestart`: start the execute_code kernel now (call on the event loop's thread), so the
-    first script costs what a warm one does.
+    first script costs what a warm one does, and index the project for checkpoints.
     """
     registry = load_builtin_tools()
     session = Session(
@@ -128,6 +130,7 @@ def new_session(
         session.tool_state.recall = partial(session_search, store, cwd=cwd, session_id=session.id)
     else:  # nothing to search: not offered (rather than offered and failing)
         session.tools = [t for t in session.tools if t.name != "session_search"]
+    _wire_turn_features(config, session, prestart=prestart)
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
@@ -147,6 +150,34 @@ def new_session(
     extra = prompt_sections(session)
     session.append({"role": "system", "content": system_prompt(cwd) + (f"\n{extra}\n" if extra else "")})
     return session
+
+
+def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> None:
+    """What tools reach through the session: subagents, questions to the user, checkpoints."""
+    if session.tool("delegate_task") is not None:
+        from talaria.agent.subagents import Delegator
+
+        session.tool_state.delegate = Delegator(config, session, new_session)
+    question = getattr(session.door, "question", None)
+    if question is not None:
+        session.tool_state.clarify = _clarifier(session, question)
+    if config.checkpoints:
+        from talaria.agent.checkpoints import TurnCheckpoints
+
+        checkpoints = session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
+        if prestart:
+            checkpoints.prime()  # the first turn's checkpoint then costs what a later one does
+
+
+def _clarifier(session: Session, question: Clarifier) -> Clarifier:
+    """The door's way to ask, unless the mode says nobody is asked (dont_ask, bypass)."""
+
+    async def ask(q: Question) -> Answer:
+        if session.permissions.mode in ("dont_ask", "bypass"):
+            return Answer(None, NO_ANSWER)
+        return await question(q)
+
+    return ask
 
 
 def dangling_results(messages: list[Message]) -> list[Message]:

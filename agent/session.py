@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import Permissions
 from talaria.agent.providers.base import Message, Provider
+from talaria.agent.queue import PromptQueue
 from talaria.agent.store import Store
 from talaria.tools.registry import ToolSpec
 from talaria.tools.state import ToolState
 from talaria.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from talaria.agent.checkpoints import NestedCheckpoints, TurnCheckpoints
     from talaria.agent.context.summarizer import Summarizer
 
 
@@ -62,11 +64,23 @@ class Session:
     any other call is refused and logged, whatever `tools` holds."""
     cancel_scope: Any = None
     """The running turn's anyio.CancelScope; `cancel()` stops it."""
+    prompts: PromptQueue = field(default_factory=PromptQueue)
+    """Prompts waiting for the running turn to end (`/queue`)."""
+    steer_notes: list[str] = field(default_factory=list)
+    """`/steer` notes for the running turn, taken in before its next model call."""
+    checkpoints: TurnCheckpoints | NestedCheckpoints | None = None
+    """Snapshots of the project before each turn's first change (`/undo`); None: off."""
+    depth: int = 0
+    """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
     @property
     def workspace(self) -> Workspace:
         return self.door.workspace
+
+    @property
+    def turn_running(self) -> bool:
+        return self.cancel_scope is not None
 
     def cancel(self) -> bool:
         """Stop the running turn, if any. A cancel with no turn running is a no-op."""

@@ -269,6 +269,43 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session and its transcript; False when there was none."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table, key in (("messages", "session_id"), ("contexts", "session_id"),
+                                   ("sessions", "id")):
+                    cursor = self._db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return cursor.rowcount > 0
+
+    def copy_session(self, source_id: str, new_id: str) -> None:
+        """A new session `new_id` with `source_id`'s record, transcript and live context."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT INTO sessions (id, cwd, title, model, mode, created_at, updated_at, meta)"
+                    " SELECT ?, cwd, title, model, mode, ?, ?, meta FROM sessions WHERE id = ?",
+                    (new_id, now, now, source_id))
+                self._db.execute(
+                    "INSERT INTO messages (session_id, seq, created_at, message)"
+                    " SELECT ?, seq, created_at, message FROM messages WHERE session_id = ?",
+                    (new_id, source_id))
+                self._db.execute(
+                    "INSERT INTO contexts (session_id, upto_seq, created_at, messages)"
+                    " SELECT ?, upto_seq, created_at, messages FROM contexts WHERE session_id = ?",
+                    (new_id, source_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
 
     def search(self, query: str, *, roles: tuple[str, ...], cwd: str | None = None,
                exclude: str | None = None, rows: int = 300) -> list[Hit]:

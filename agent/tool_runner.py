@@ -19,11 +19,13 @@ import anyio
 
 from talaria.agent.events import (
     Emit,
+    Notice,
     PlanUpdated,
     ToolCallFinished,
     ToolCallStarted,
     ToolCallUpdated,
 )
+from talaria.agent.permissions import READ_KINDS
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
 from talaria.tools.context import ToolContext
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 DISPLAY_TEXT_LIMIT = 8_000
 CANCELLED = "Cancelled by the user before it finished."
+UNCHANGING_KINDS = READ_KINDS | {"fetch"}
+"""Kinds that never change the project's files: no checkpoint is taken before them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +131,15 @@ async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any
     if decision.refusal:
         return {"error": decision.refusal, "rejected": True}
     await emit(ToolCallUpdated(p.id, status="in_progress"))
+    checkpoints = session.checkpoints
+    changes = checkpoints is not None and p.spec.kind not in UNCHANGING_KINDS
+    if changes and checkpoints and (note := await checkpoints.before_change()):
+        await emit(Notice(note))  # the turn's first change is snapshotted before it runs
     ctx.sandbox, ctx.conceal = decision.sandbox, decision.conceal
-    return await invoke(p.spec, p.args, ctx)
+    result = await invoke(p.spec, p.args, ctx)
+    if checkpoints is not None and isinstance(diff := result.get("_diff"), dict):
+        checkpoints.record_write(str(diff.get("path")), diff.get("old_text"))
+    return result
 
 
 async def invoke(spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -189,11 +200,14 @@ async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:
     status = "failed" if "error" in result else "completed"
     content = display(result)
     await emit(ToolCallFinished(p.id, status, content, visible(result)))
-    return {
+    message: Message = {
         "role": "tool", "tool_call_id": p.id, "name": p.name,
         "content": render(result), "status": status, "display": list(content),
         "locations": [str(path) for path in p.paths],
     }
+    if subagents := result.get("_subagents"):  # their transcripts, for the trajectory only
+        message["subagents"] = subagents
+    return message
 
 
 def _reporter(call_id: str, emit: Emit) -> Callable[[dict[str, Any]], Awaitable[None]]:

@@ -16,11 +16,12 @@ from benchmarks import (
     lsp,
     recall,
     stall,
+    subagents,
 )
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
-          **environments.BENCHMARKS, **lsp.BENCHMARKS}
+          **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

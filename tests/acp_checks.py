@@ -19,7 +19,8 @@ def check_turn(ed: Editor, session_id: str, prompt_id: int) -> dict[str, list[di
     """Assert the ACP rules of one finished prompt turn; return its tool cards by id.
 
     Every card starts `tool_call` / `pending` with a title, a kind, absolute locations and
-    rawInput; a permission request names a card already shown and comes before it runs; a
+    rawInput; a permission request names a card already shown and comes before it runs (a
+    `think` card, a question or a subagent, may ask while it runs, never after it ends); a
     card goes `in_progress` at most once and ends with exactly one `completed` / `failed`;
     nothing about the session is sent after the prompt's response.
     """
@@ -38,8 +39,11 @@ def check_turn(ed: Editor, session_id: str, prompt_id: int) -> dict[str, list[di
         if msg.get("method") == "session/request_permission":
             call_id = params["toolCall"]["toolCallId"]
             assert call_id in cards, f"permission asked before its tool_call: {call_id}"
-            statuses = [u.get("status") for u in cards[call_id][1:]]
-            assert not any(statuses), f"permission asked after {call_id} started: {statuses}"
+            assert call_id not in finished, f"permission asked after {call_id} finished"
+            # A `think` card asks while it runs: a clarify question, a subagent's tool call.
+            if cards[call_id][0]["kind"] != "think":
+                statuses = [u.get("status") for u in cards[call_id][1:]]
+                assert not any(statuses), f"permission asked after {call_id} started: {statuses}"
             continue
         if msg.get("method") != "session/update" or params.get("sessionId") != session_id:
             continue

@@ -125,6 +125,13 @@ class ClientSide:
             self._cond.notify_all()
         return {}
 
+    def _on_elicitation_create(self, params: dict[str, Any], rid: Any) -> Any:
+        with self._cond:
+            self.elicitations.append(params)
+            self._cond.notify_all()
+        answer = self.elicit(params) if self.elicit is not None else None
+        return NO_REPLY if answer is None else answer
+
     def _on_session_request_permission(self, params: dict[str, Any], rid: Any) -> Any:
         with self._cond:
             self.permission_requests.append(params)

@@ -70,7 +70,7 @@ class Editor(ClientSide):
     def __init__(
         self, tmp: Path, llm: Any = None, *, project: Path | None = None, home: Path | None = None,
         permission: Permission = "allow_once", answer_cancelled: bool = True,
-        credentials: bool = True, env: dict[str, str] | None = None,
+        credentials: bool = True, env: dict[str, str] | None = None, unstable: bool = False,
         command: list[str] | None = None,
     ) -> None:
         self.tmp = tmp
@@ -85,7 +85,7 @@ class Editor(ClientSide):
         self.command = command or SERVER_CMD
         if llm is not None and llm.default_turn is None:
             llm.default_turn = {"text": "Done."}  # an exhausted script must not 500 into retries
-        self.recorder = Recorder()
+        self.recorder = Recorder(unstable=unstable)  # unstable: the unstable ACP schema
         self.problems: list[str] = []
         self.buffers: dict[str, str] = {}
         self.hang_reads: set[str] = set()
@@ -96,6 +96,9 @@ class Editor(ClientSide):
         self.reads: list[str] = []
         self.terminals: dict[str, Terminal] = {}
         self.permission_requests: list[dict[str, Any]] = []
+        self.elicitations: list[dict[str, Any]] = []
+        self.elicit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+        """Answers `elicitation/create` (None from it, or no `elicit`: never answered)."""
         self.pending_permissions: dict[Any, dict[str, Any]] = {}
         self.stderr = bytearray()
         self._cond = threading.Condition()
@@ -214,8 +217,10 @@ class Editor(ClientSide):
 
     # -- ACP conveniences -----------------------------------------------------------------
 
-    def initialize(self, *, fs: bool = True, terminal: bool = True, version: int = 1) -> dict[str, Any]:
-        caps = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": terminal}
+    def initialize(self, *, fs: bool = True, terminal: bool = True, version: int = 1,
+                   **extra: Any) -> dict[str, Any]:
+        """`extra`: more client capabilities, e.g. elicitation={"form": {}}."""
+        caps = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": terminal, **extra}
         return self.request("initialize", {
             "protocolVersion": version, "clientCapabilities": caps,
             "clientInfo": {"name": "acp-harness", "version": "1.0"},

@@ -45,52 +45,58 @@ class SchemaViolation(AssertionError):
 
 
 @functools.cache
-def schema() -> dict[str, Any]:
-    return json.loads((SCHEMA_DIR / "schema.json").read_text(encoding="utf-8"))
+def schema(unstable: bool = False) -> dict[str, Any]:
+    """The stable schema, or (`unstable`) the one with the unstable methods and updates
+    (`session/fork`, `subagent_update`), for tests of features behind unstable capabilities."""
+    name = "schema.unstable.json" if unstable else "schema.json"
+    return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
 
 
 @functools.cache
-def _registry() -> Registry:
-    resource = Resource.from_contents(schema(), default_specification=DRAFT202012)
+def _registry(unstable: bool = False) -> Registry:
+    resource = Resource.from_contents(schema(unstable), default_specification=DRAFT202012)
     return Registry().with_resource(SCHEMA_URI, resource)
 
 
 @functools.cache
-def methods() -> dict[str, dict[str, dict[str, str]]]:
+def methods(unstable: bool = False) -> dict[str, dict[str, dict[str, str]]]:
     """side ("agent", "client", "protocol") -> method -> {"request"|"response"|"notification": def}."""
     derived = json.loads((SCHEMA_DIR / "methods-derived.json").read_text(encoding="utf-8"))
-    return derived["stable"]
+    return derived["unstable" if unstable else "stable"]
 
 
 @functools.cache
-def _validator(pointer: str) -> Draft202012Validator:
-    return Draft202012Validator({"$ref": f"{SCHEMA_URI}#{pointer}"}, registry=_registry())
+def _validator(pointer: str, unstable: bool = False) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": f"{SCHEMA_URI}#{pointer}"}, registry=_registry(unstable))
 
 
 @functools.cache
-def session_update_kinds() -> dict[str, int]:
+def session_update_kinds(unstable: bool = False) -> dict[str, int]:
     """`sessionUpdate` value -> index of its variant in `$defs/SessionUpdate/oneOf`."""
-    variants = schema()["$defs"]["SessionUpdate"]["oneOf"]
+    variants = schema(unstable)["$defs"]["SessionUpdate"]["oneOf"]
     return {v["properties"]["sessionUpdate"]["const"]: i for i, v in enumerate(variants)}
 
 
-def schema_errors(definition: str, instance: Any, *, where: str = "") -> list[str]:
+def schema_errors(definition: str, instance: Any, *, where: str = "",
+                  unstable: bool = False) -> list[str]:
     """Readable problems of `instance` against `$defs/<definition>` (or a `/`-pointer); [] if valid."""
     pointer = definition if definition.startswith("/") else f"/$defs/{definition}"
-    errors = sorted(_validator(pointer).iter_errors(instance), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator(pointer, unstable).iter_errors(instance),
+                    key=lambda e: list(e.absolute_path))
     return [_describe(e, where) for e in errors]
 
 
-def check(definition: str, instance: Any, *, where: str = "", name: str | None = None) -> None:
+def check(definition: str, instance: Any, *, where: str = "", name: str | None = None,
+          unstable: bool = False) -> None:
     """Raise `SchemaViolation` unless `instance` is valid against `$defs/<definition>`."""
-    if problems := schema_errors(definition, instance, where=where):
+    if problems := schema_errors(definition, instance, where=where, unstable=unstable):
         header = f"{where or definition} is not a valid {name or definition}:"
         raise SchemaViolation("\n  ".join([header, *problems]))
 
 
-def method_defs(method: str, direction: Direction) -> dict[str, str] | None:
+def method_defs(method: str, direction: Direction, unstable: bool = False) -> dict[str, str] | None:
     """The `$defs` names for `method` sent in `direction`, or None if that side has no such method."""
-    table = methods()
+    table = methods(unstable)
     return table[_HANDLER_SIDE[direction]].get(method) or table["protocol"].get(method)
 
 
@@ -100,6 +106,7 @@ def validate_message(
     pending: Mapping[Any, str] | None = None,
     *,
     allow_unknown_methods: bool = False,
+    unstable: bool = False,
 ) -> str:
     """Check one JSON-RPC message; return its kind: "request", "notification", "result", "error".
 
@@ -112,30 +119,31 @@ def validate_message(
     if msg.get("jsonrpc") != "2.0":
         raise SchemaViolation(f'jsonrpc must be "2.0": {_short(msg)}')
     if "id" in msg:
-        check("RequestId", msg["id"], where="id")
+        check("RequestId", msg["id"], where="id", unstable=unstable)
     if "method" in msg:
-        return _validate_call(msg, direction, allow_unknown_methods)
+        return _validate_call(msg, direction, allow_unknown_methods, unstable)
     if ("result" in msg) == ("error" in msg) or "id" not in msg:
         raise SchemaViolation(
             f"a response needs an id and exactly one of result/error: {_short(msg)}"
         )
     if "error" in msg:
-        check("Error", msg["error"], where="error")
+        check("Error", msg["error"], where="error", unstable=unstable)
         return "error"
     method = (pending or {}).get(msg["id"])
     if method is None:
         raise SchemaViolation(f"result for id {msg['id']!r}, which answers no pending request")
-    defs = method_defs(method, _OPPOSITE[direction])
+    defs = method_defs(method, _OPPOSITE[direction], unstable)
     if defs and "response" in defs:
-        check(defs["response"], msg["result"], where=f"{method} result")
+        check(defs["response"], msg["result"], where=f"{method} result", unstable=unstable)
     return "result"
 
 
-def _validate_call(msg: dict[str, Any], direction: Direction, allow_unknown: bool) -> str:
+def _validate_call(msg: dict[str, Any], direction: Direction, allow_unknown: bool,
+                   unstable: bool = False) -> str:
     method, kind = msg["method"], "request" if "id" in msg else "notification"
     if not isinstance(method, str):
         raise SchemaViolation(f"method must be a string: {_short(msg)}")
-    defs = method_defs(method, direction)
+    defs = method_defs(method, direction, unstable)
     if defs is None:
         if method.startswith("_") or allow_unknown:
             return kind
@@ -154,11 +162,11 @@ def _validate_call(msg: dict[str, Any], direction: Direction, allow_unknown: boo
         and isinstance(params.get("update"), dict)
     ):
         update = params["update"]
-        index = session_update_kinds().get(update.get("sessionUpdate"))
+        index = session_update_kinds(unstable).get(update.get("sessionUpdate"))
         if index is None:
             raise SchemaViolation(
                 f"session/update: unknown sessionUpdate {update.get('sessionUpdate')!r}; "
-                f"expected one of {sorted(session_update_kinds())}"
+                f"expected one of {sorted(session_update_kinds(unstable))}"
             )
         update_kind = update["sessionUpdate"]
         check(
@@ -166,16 +174,19 @@ def _validate_call(msg: dict[str, Any], direction: Direction, allow_unknown: boo
             update,
             where=f"session/update {update_kind}",
             name=f"SessionUpdate variant {update_kind!r}",
+            unstable=unstable,
         )
-    check(defs[kind], params, where=f"{method} params")
+    check(defs[kind], params, where=f"{method} params", unstable=unstable)
     return kind
 
 
 class Recorder:
     """Validates a transcript in both directions, pairing responses with their requests."""
 
-    def __init__(self, *, allow_unknown_methods: bool = False) -> None:
+    def __init__(self, *, allow_unknown_methods: bool = False, unstable: bool = False) -> None:
         self.allow_unknown_methods = allow_unknown_methods
+        self.unstable = unstable
+        """Validate against the unstable schema (features behind unstable capabilities)."""
         self.transcript: list[tuple[Direction, dict[str, Any]]] = []
         # direction a request was sent in -> {id: method} still unanswered
         self._pending: dict[Direction, dict[Any, str]] = {AGENT_TO_CLIENT: {}, CLIENT_TO_AGENT: {}}
@@ -185,7 +196,8 @@ class Recorder:
         msg = parse_line(message) if isinstance(message, str | bytes) else message
         answering = self._pending[_OPPOSITE[direction]]
         kind = validate_message(
-            msg, direction, answering, allow_unknown_methods=self.allow_unknown_methods
+            msg, direction, answering, allow_unknown_methods=self.allow_unknown_methods,
+            unstable=self.unstable,
         )
         if kind == "request":
             self._pending[direction][msg["id"]] = msg["method"]

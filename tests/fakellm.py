@@ -21,8 +21,10 @@ POST /v1/chat/completions and POST /v1/messages both take the next TURN from one
      "error_type": "overloaded_error"}               (Anthropic `error`, OpenAI error chunk)
 
 A fault turn may carry "text" etc. for the events sent before the fault. When the script
-is empty, `responder(body)` answers if set, else `default_turn`, or (None) a 500
-"fake LLM script exhausted".
+is empty, `responder(body)` answers if set, else `default_turn`, or (None) a 500 "fake LLM
+script exhausted". `llm.respond = fn(body) -> TURN | None` answers before the script (None: take
+the script), for requests that interleave (parallel subagents each get their own story).
+`FakeLLM(latency=0.2)` waits before each answer; a turn's `"delay": seconds` overrides it.
 """
 
 from __future__ import annotations
@@ -85,9 +87,14 @@ _ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_
 class FakeLLM:
     """The server; use as a context manager (or `start()` / `close()`)."""
 
-    def __init__(self, *, instant: bool = True, chunk_delay: float = 0.01, stall_seconds=5.0):
+    def __init__(self, *, instant: bool = True, chunk_delay: float = 0.01, stall_seconds=5.0,
+                 latency: float = 0.0):
         self.instant = instant  # True: no delay between events
         self.chunk_delay = chunk_delay
+        self.latency = latency
+        """Seconds before each answer (a turn's "delay" overrides it)."""
+        self.respond: Any = None
+        """fn(request body) -> TURN or None (then the script answers)."""
         self.stall_seconds = stall_seconds
         self.default_turn: dict[str, Any] | None = None
         self.responder: Any = None
@@ -145,11 +152,12 @@ class FakeLLM:
     def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]):
         with self._lock:
             self.requests.append({"path": path, "json": body, "headers": headers})
-            if self._queue:
+            turn = self.respond(body) if self.respond is not None else None
+            if turn is None and self._queue:
                 turn = self._queue.popleft()
-            elif self.responder is not None:  # a scripted policy that reads the request
+            elif turn is None and self.responder is not None:  # a policy that reads the request
                 turn = self.responder(body)
-            else:
+            elif turn is None:
                 turn = self.default_turn
             if turn is not None:
                 self.served += 1
@@ -174,6 +182,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         turn, number = fake._take(self.path, body, headers)
+        delay = (turn or {}).get("delay", fake.latency)
+        if delay:
+            time.sleep(delay)
         if turn is None:
             return self._error(api, {"status": 500, "message": "fake LLM script exhausted"})
         fault = turn.get("fault")

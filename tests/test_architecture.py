@@ -116,6 +116,18 @@ def test_the_registry_imports_nothing_of_ours() -> None:
     assert not ours, ours
 
 
+def test_benchmarks_import_no_test_code() -> None:
+    """Benchmarks ship their own endpoints and scripted models: a figure must not depend on a
+    test helper changing under it (tests may use the benchmarks' fixtures, not the reverse)."""
+    found = []
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.name}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    assert not found, found
+
+
 def test_the_sandbox_launcher_runs_without_the_package() -> None:
     """tools/sandbox/launch.py runs with -I -S (no site, no installed talaria): it may import
     only the standard library and its two siblings."""

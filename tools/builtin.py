@@ -6,7 +6,7 @@ from talaria.tools.registry import REGISTRY, Registry
 
 CORE_TOOLS = (
     "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
-    "session_search",
+    "session_search", "delegate_task", "clarify",
 )
 LEARNING_TOOLS = ("skills_list", "skill_view", "skill_manage", "memory")
 """Skills and memory: what makes the agent better at a user's work over time."""
@@ -17,6 +17,8 @@ DEFAULT_TOOLS = CORE_TOOLS + LEARNING_TOOLS
 def load_builtin_tools() -> Registry:
     """Import every built-in tool module (registering it) and return the registry."""
     from talaria.tools import (  # noqa: F401
+        clarify,
+        delegate_task,
         memory,
         patch,
         read_file,

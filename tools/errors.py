@@ -20,7 +20,7 @@ model sees. Defined here, in the lowest layer, so every layer can subclass `Tala
 
 Where each is converted (nowhere else):
     ToolError, OSError  -> `{"error": message}` tool result: talaria.agent.tool_runner.execute
-    ProviderError       -> JSON-RPC error: talaria.acp_server.server (`provider_rpc_error`);
+    ProviderError       -> JSON-RPC error: talaria.acp_server.wire (`RpcError.from_provider`);
                            exit message and status: talaria.acp_server.cli.run; a failed
                            task record: talaria.agent.trajectories.batch.worker
     PeerError, RpcError from the editor -> WorkspaceError: talaria.acp_server.editor_workspace

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.handoffs import Clarifier, Delegate
 
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
@@ -36,6 +37,11 @@ class ToolState:
     """Skills of this session (store, what it has viewed, what it changed); None: no skills."""
     memory: MemoryState | None = None
     """The memory files this session writes; None: no memory tool."""
+    clarify: Clarifier | None = None
+    """Asks the user a `clarify` question (set by the runtime from the front door); None:
+    nobody can be asked."""
+    delegate: Delegate | None = None
+    """Runs `delegate_task`'s subagents (set by the runtime: tools cannot build sessions)."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 

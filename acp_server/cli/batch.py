@@ -46,6 +46,8 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     batch.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     batch.add_argument("--keep-workspaces", action="store_true",
                        help="keep each task's directory under RUN/tasks/ after it finishes")
+    batch.add_argument("--no-checkpoints", action="store_true",
+                       help="take no checkpoints of the task workspaces (talaria checkpoints)")
     return batch
 
 
@@ -64,6 +66,7 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         resume=args.resume, retry_failed=args.retry_failed, executor=args.executor,
         address=args.address, task_timeout=args.task_timeout,
         keep_workspaces=args.keep_workspaces, environment=args.env,
+        no_checkpoints=args.no_checkpoints,
     )
     try:
         result = run_batch(options)

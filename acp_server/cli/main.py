@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "modal, daytona, vercel, or a [environments.NAME] table")
     run.add_argument("--acp", action="store_true",
                      help="run through the protocol: `talaria acp` as a child, this process its editor")
+    run.add_argument("--no-checkpoints", action="store_true",
+                     help="take no checkpoint before the task changes files (talaria checkpoints)")
 
     demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
@@ -76,11 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     env_check.add_argument("name", nargs="?", help="one environment (NAME or NAME:ARG); default: all")
     env_check.add_argument("--cwd", default=".", help="project directory (default: current)")
     from talaria.acp_server.cli import batch as batch_cli
+    from talaria.acp_server.cli import checkpoints as checkpoints_cli
     from talaria.acp_server.cli import skills as skills_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
     trajectories_cli.add_parser(sub)
     batch_cli.add_batch_parser(sub)
     skills_cli.add_parser(sub)
+    checkpoints_cli.add_parser(sub)
     return parser
 
 
@@ -133,6 +137,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return skills(args)
     if args.command == "env":
         return _env_check(args)
+    if args.command == "checkpoints":
+        from talaria.acp_server.cli.checkpoints import run as checkpoints
+
+        return checkpoints(args)
     if args.command == "trajectories":
         from talaria.acp_server.cli.trajectories import run as trajectories
 

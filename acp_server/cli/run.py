@@ -200,9 +200,10 @@ async def run_over_acp(
 
     env = child_env()
     for name, var in (("model", "TALARIA_MODEL"), ("max_turns", "TALARIA_MAX_TURNS"),
-                      ("environment", "TALARIA_ENVIRONMENT")):
+                      ("environment", "TALARIA_ENVIRONMENT"), ("checkpoints", "TALARIA_CHECKPOINTS")):
         if flags.get(name) is not None:
-            env[var] = str(flags[name])
+            value = flags[name]
+            env[var] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     permission = allow_all if yes else policy or TerminalAsker()
     async with AcpClient(env=env, cwd=cwd, permission=permission, on_update=view.update) as client:
         await client.initialize()
@@ -241,7 +242,8 @@ def run_cli(args: argparse.Namespace) -> int:
             print(f"talaria: --mode: {exc}", file=sys.stderr)
             return exits.USAGE
     flags = {"model": args.model, "mode": args.mode, "max_turns": args.max_turns,
-             "environment": getattr(args, "env", None)}
+             "environment": getattr(args, "env", None),
+             "checkpoints": False if getattr(args, "no_checkpoints", False) else None}
     policy = TerminalAsker()
     view = TerminalView(sys.stdout, as_json=args.json, unasked=policy.unasked)
     task = run_over_acp if getattr(args, "acp", False) else run_task

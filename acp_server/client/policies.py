@@ -39,8 +39,19 @@ def pick(params: dict[str, Any], *kinds: str) -> str | None:
     return None
 
 
+def is_question(params: dict[str, Any]) -> bool:
+    """A `clarify` question asked as a permission (its options are answers, not allow/reject)."""
+    call = params.get("toolCall")
+    meta = call.get("_meta") if isinstance(call, dict) else None
+    ours = meta.get("talaria") if isinstance(meta, dict) else None
+    return isinstance(ours, dict) and ours.get("question") is True
+
+
 async def allow_all(params: dict[str, Any]) -> str | None:
-    """Allow every tool call, once at a time (`talaria run --yes`)."""
+    """Allow every tool call, once at a time (`talaria run --yes`). A question is skipped:
+    allowing tool calls is not answering for the user (the model goes on without it)."""
+    if is_question(params):
+        return pick(params, "reject_once", "reject_always")
     return pick(params, "allow_once", "allow_always")
 
 
@@ -68,8 +79,9 @@ class TerminalAsker:
             self.unasked[call_id] = str(call.get("title") or call_id or "a tool call")
             return pick(params, "reject_once", "reject_always")
         options = [o for o in params.get("options") or () if isinstance(o, dict)]
+        numbered = is_question(params)  # its answers share a kind: only numbers tell them apart
         for i, option in enumerate(options, 1):
-            if answer in (KEYS.get(option.get("kind", "")), str(i)):
+            if answer == str(i) or not numbered and answer == KEYS.get(option.get("kind", "")):
                 return option.get("optionId")
         return pick(params, "reject_once", "reject_always")
 
@@ -98,7 +110,9 @@ def question(params: dict[str, Any], *, color: bool = False) -> str:
     """The text put on the terminal: the call's title, its diff and notes, then the menu."""
     call = params.get("toolCall") or {}
     options = [o for o in params.get("options") or () if isinstance(o, dict)]
-    lines = [f"Allow {call.get('title') or call.get('toolCallId') or 'this tool call'}?"]
+    asked = is_question(params)
+    title = call.get("title") or call.get("toolCallId") or "this tool call"
+    lines = [f"Question: {title}" if asked else f"Allow {title}?"]
     for item in call.get("content") or ():
         if not isinstance(item, dict):
             continue
@@ -107,8 +121,8 @@ def question(params: dict[str, Any], *, color: bool = False) -> str:
         elif item.get("type") == "content" and isinstance(item.get("content"), dict) \
                 and isinstance(item["content"].get("text"), str):
             lines.append(f"  {item['content']['text']}")
-    menu = "  ".join(f"[{KEYS.get(o.get('kind', ''), i)}] {o.get('name', o.get('optionId'))}"
-                     for i, o in enumerate(options, 1))
+    menu = "  ".join(f"[{i if asked else KEYS.get(o.get('kind', ''), i)}] "
+                     f"{o.get('name', o.get('optionId'))}" for i, o in enumerate(options, 1))
     return "\n" + "\n".join(lines) + f"\n  {menu}\n> "
 
 

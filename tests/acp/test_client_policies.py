@@ -11,6 +11,7 @@ from talaria.acp_server.client.policies import (
     MAX_DIFF_LINES,
     MAX_LINE_CHARS,
     _read_line,
+    allow_all,
     diff_lines,
     question,
 )
@@ -66,3 +67,23 @@ def test_an_answer_is_one_line_and_an_endless_one_is_no_answer() -> None:
     assert answer(b"") == ""  # Ctrl-D
     assert answer(b"y" * MAX_ANSWER_BYTES + b"\n") == "y" * MAX_ANSWER_BYTES
     assert answer(b"y" * (MAX_ANSWER_BYTES + 2) + b"\n") == ""
+
+
+def ask_params() -> dict:
+    """A `clarify` question as the agent asks it without elicitation (acp_server.questions)."""
+    return {"sessionId": "s", "options": [
+        {"optionId": "choice-0", "name": "SQLite", "kind": "allow_once"},
+        {"optionId": "choice-1", "name": "Redis", "kind": "allow_once"},
+        {"optionId": "skip", "name": "Skip the question", "kind": "reject_once"}],
+        "toolCall": {"toolCallId": "c1", "title": "Which cache?", "kind": "think",
+                     "_meta": {"talaria": {"question": True}}}}
+
+
+def test_allowing_every_tool_call_skips_questions_instead_of_answering_them() -> None:
+    assert anyio.run(allow_all, ask_params()) == "skip"
+    assert anyio.run(allow_all, params()) == "allow_once"  # a tool call is still allowed
+
+
+def test_a_question_on_the_terminal_is_numbered() -> None:
+    assert question(ask_params()).splitlines()[1:] == [
+        "Question: Which cache?", "  [1] SQLite  [2] Redis  [3] Skip the question", "> "]

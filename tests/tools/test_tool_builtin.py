@@ -23,6 +23,8 @@ def test_core_tools_registered_with_specs() -> None:
         "todo": ("think", False, ()),
         "execute_code": ("execute", False, ()),
         "session_search": ("search", True, ()),
+        "delegate_task": ("think", False, ()),  # asks nothing itself: its subagents' calls do
+        "clarify": ("think", False, ()),
     }
     assert specs["read_file"].call_title({"path": "a.py"}) == "Read a.py"
     assert specs["terminal"].call_title({"command": "ls"}) == "Run `ls`"

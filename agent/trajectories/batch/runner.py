@@ -68,6 +68,8 @@ class BatchOptions:
     """Keep `tasks/<id>/` after each task (for inspection)."""
     environment: str | None = None
     """Where tasks without their own run (NAME[:ARG]; default: the configured environment)."""
+    no_checkpoints: bool = False
+    """Take no checkpoints of task workspaces (`--no-checkpoints`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +209,8 @@ async def _drive(
                        "timeout": effective["task_timeout"],
                        "environment": effective.get("environment"),
                        "task_dir": str((tasks_root / task_dir_name(task.id)).resolve()),
-                       "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex}
+                       "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex,
+                       "checkpoints": False if options.no_checkpoints else None}
                 record = await executor.run(job)
                 mark = time.perf_counter()
                 this_run["tasks_run"] += 1

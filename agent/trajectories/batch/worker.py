@@ -3,7 +3,7 @@
     execute_sync(job, template=None) -> record (see records.py)
 
 JOB = {"task": Task.to_dict(), "model", "max_turns", "toolsets", "timeout", "keep": bool,
-"task_dir", "home", "session_id"}. `task_dir/workspace` is the task's working directory: a
+"task_dir", "home", "session_id", "checkpoints": False | None (None: as configured)}. `task_dir/workspace` is the task's working directory: a
 fresh copy of its template, or empty; it is wiped first, so a task re-run after a crash starts
 clean. `home` is the worker's TALARIA_HOME under the run directory: its `sessions.db` holds
 each task's transcript as it happens, under the `session_id` the runner chose, so a worker
@@ -144,8 +144,8 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
     try:
         root, cwd = prepare(job, template)
         home = worker_home(job)
-        config = replace(load_config({"model": model, "max_turns": job.get("max_turns")}),
-                         home=home)
+        config = replace(load_config({"model": model, "max_turns": job.get("max_turns"),
+                                      "checkpoints": job.get("checkpoints")}), home=home)
         model = model or config.model
         tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
         session_id = job.get("session_id") or new_session_id()
@@ -159,6 +159,8 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
         reason = "environment_error"
         await workspace.active()
         model = session.provider.name
+        if (prime := getattr(session.checkpoints, "prime", None)) is not None:
+            prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])
         reason = "error"

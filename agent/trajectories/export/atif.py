@@ -21,7 +21,8 @@ Compaction events are system steps whose observation holds the summary (v1.2 all
 observations on system steps "for context management"). `message` is a string in v1.4, so
 images are `[image]` in the text and their data sits in the step's `extra.images`.
 Arguments that are not a JSON object become `{}` with the raw text in
-`extra.invalid_arguments`.
+`extra.invalid_arguments`. A `delegate_task` step's subagents are whole ATIF documents of
+their own in its `extra.subagents` (with tool_call_id, task, goal, status).
 """
 
 from __future__ import annotations
@@ -30,8 +31,13 @@ import json
 from importlib import metadata
 from typing import Any
 
-from talaria.agent.trajectories.export.common import content_text, images
-from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time
+from talaria.agent.trajectories.export.common import (
+    content_text,
+    images,
+    run_header,
+    subagent_runs,
+)
+from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, build, iso_time
 
 SCHEMA_VERSION = "ATIF-v1.4"
 SOURCE_KEYS = ("prompt_index", "task_id", "status", "reason", "error")
@@ -119,6 +125,12 @@ def _agent(message: Message, results: tuple[Message, ...], usage: TurnUsage | No
                  for r in results for p in images(r.get("content"))]
         if found:
             extra["images"] = found
+        if runs := subagent_runs(results):  # delegate_task: each subagent as its own document
+            extra["subagents"] = [
+                {**run_header(call_id, run), "trajectory": to_atif(build(
+                    run.get("messages") or [], None,
+                    session_id=str(run.get("session_id") or f"{call_id}-{run.get('task')}")))}
+                for call_id, run in runs]
     if "usage" in message and usage is not None:
         step["metrics"] = _metrics(usage)
     if usage is not None and usage.duration_ms is not None:

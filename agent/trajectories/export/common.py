@@ -44,3 +44,16 @@ def images(content: Any) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [part for part in content if part.get("type") == "image"]
+
+
+def subagent_runs(messages: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(tool call id, run) for each subagent a `delegate_task` call started: the run is
+    {task, goal, status, session_id, messages} as the tool runner filed it under the result."""
+    return [(str(m.get("tool_call_id", "")), run) for m in messages if m.get("role") == "tool"
+            for run in m.get("subagents") or () if isinstance(run, dict)]
+
+
+def run_header(call_id: str, run: dict[str, Any]) -> dict[str, Any]:
+    """The fields every export gives a subagent before its own transcript."""
+    return {"tool_call_id": call_id, "task": run.get("task"), "goal": run.get("goal") or "",
+            "status": run.get("status") or "", "session_id": run.get("session_id")}

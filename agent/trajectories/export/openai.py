@@ -8,6 +8,10 @@ That is also the shape of OpenAI's chat fine-tuning JSONL. Messages carry only w
      "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]}
     {"role": "tool", "tool_call_id", "content": str}
 
+A trajectory with subagents (`delegate_task`) adds `"subagents": [{"tool_call_id", "task",
+"goal", "status", "session_id", "messages", "subagents"}]`, each subagent's own conversation
+in the same wire form; lines without subagents are unchanged.
+
 Internal keys (usage, model, reasoning, status, display, ...) are dropped; images become
 `data:` URLs. Tool messages take text only, so images a tool returned follow that model
 turn's results as one user message (the usual workaround; OpenAI rejects anything between
@@ -18,13 +22,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from talaria.agent.trajectories.export.common import ToolCatalog, content_text, images
+from talaria.agent.trajectories.export.common import (
+    ToolCatalog,
+    content_text,
+    images,
+    run_header,
+    subagent_runs,
+)
 from talaria.agent.trajectories.model import Message, Trajectory
 
 
 def to_openai(traj: Trajectory, catalog: ToolCatalog) -> dict[str, Any]:
     """One line (not yet redacted: `talaria.agent.trajectories.export.export` does that)."""
-    return {"messages": wire_messages(traj.messages), "tools": wire_tools(catalog)}
+    line: dict[str, Any] = {"messages": wire_messages(traj.messages), "tools": wire_tools(catalog)}
+    if runs := subagents(traj.messages):
+        line["subagents"] = runs
+    return line
+
+
+def subagents(messages: Any) -> list[dict[str, Any]]:
+    return [{**run_header(call_id, run), "messages": wire_messages(run.get("messages") or []),
+             "subagents": subagents(run.get("messages") or [])}
+            for call_id, run in subagent_runs(messages)]
 
 
 def wire_tools(catalog: ToolCatalog) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ One line per trajectory:
     {"prompt_index", "conversations": [{"from", "value"}, ...],
      "metadata": {"model", "timestamp", "session_id", "usage"},
      "completed", "partial", "api_calls", "toolsets_used",
-     "tool_stats": {tool: {count, success, failure}}, "tool_error_counts": {tool: failures}}
+     "tool_stats": {tool: {count, success, failure}}, "tool_error_counts": {tool: failures},
+     "subagents": [{"tool_call_id", "task", "goal", "status", "session_id",
+                    "conversations", "subagents"}, ...]}
 
 `conversations` as Hermes writes them (`run_agent._convert_to_trajectory_format`):
 
@@ -17,7 +19,10 @@ One line per trajectory:
             "content"}\\n</tool_response>" blocks joined by newlines
 
 `tool_stats` and `tool_error_counts` list every tool of the catalog (zeros when unused) so
-every line has the same schema (HuggingFace `datasets` rejects lines that differ).
+every line has the same schema (HuggingFace `datasets` rejects lines that differ); for the
+same reason `subagents` is on every line (empty without `delegate_task`). A subagent's work
+reaches the parent's conversation as the `delegate_task` result (its summary); its own
+conversation is its entry in `subagents`, nested the same way for its own subagents.
 `parse_sharegpt` reads a line back into internal messages.
 """
 
@@ -28,7 +33,12 @@ import json
 import re
 from typing import Any
 
-from talaria.agent.trajectories.export.common import ToolCatalog, content_text
+from talaria.agent.trajectories.export.common import (
+    ToolCatalog,
+    content_text,
+    run_header,
+    subagent_runs,
+)
 from talaria.agent.trajectories.model import Message, Trajectory, iso_time
 
 IMAGE = "<image>"
@@ -82,7 +92,16 @@ def to_sharegpt(traj: Trajectory, catalog: ToolCatalog, *, prompt_index: int = 0
         "toolsets_used": toolsets,
         "tool_stats": stats,
         "tool_error_counts": {name: s["failure"] for name, s in stats.items()},
+        "subagents": subagents(traj.messages, catalog),
     }
+
+
+def subagents(messages: Any, catalog: ToolCatalog) -> list[dict[str, Any]]:
+    """Each subagent's conversation, under the `delegate_task` call that started it."""
+    return [{**run_header(call_id, run),
+             "conversations": conversations(run.get("messages") or [], catalog),
+             "subagents": subagents(run.get("messages") or [], catalog)}
+            for call_id, run in subagent_runs(messages)]
 
 
 def conversations(messages: tuple[Message, ...] | list[Message], catalog: ToolCatalog) -> list[dict[str, str]]:

@@ -198,3 +198,24 @@ def test_existing_run_needs_resume(llm: RoutedLLM, tmp_path: Path) -> None:
 
 def _fields(options: BatchOptions) -> dict:
     return {name: getattr(options, name) for name in options.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("off", [False, True], ids=["checkpoints", "no-checkpoints"])
+def test_batch_tasks_record_checkpoints_unless_turned_off(llm: RoutedLLM, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          off: bool) -> None:
+    from talaria.agent.trajectories.batch import executors
+
+    real = executors.LocalExecutor.__init__
+
+    def keep_homes(self, *args, **kwargs):  # look at the worker homes after the run
+        real(self, *args, **{**kwargs, "keep_homes": True})
+    monkeypatch.setattr(executors.LocalExecutor, "__init__", keep_homes)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "write shared.txt x"}])
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="cp", output_dir=tmp_path / "data",
+                                    workers=1, model="openai:fake", no_checkpoints=off),
+                       progress_out=None)
+    seen = [any((home / "checkpoints").glob("*/journal.json"))
+            for home in (result.run_dir / "homes").iterdir()]
+    assert lines(result.run_dir)[0]["status"] == "completed"
+    assert seen == [not off]

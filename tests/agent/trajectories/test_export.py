@@ -78,7 +78,9 @@ def test_fixture_trajectory_summary() -> None:
 def test_sharegpt_line_is_hermes_shaped() -> None:
     line = json.loads(export([fixture_trajectory()], "sharegpt", CATALOG))
     assert list(line) == ["prompt_index", "conversations", "metadata", "completed", "partial",
-                          "api_calls", "toolsets_used", "tool_stats", "tool_error_counts"]
+                          "api_calls", "toolsets_used", "tool_stats", "tool_error_counts",
+                          "subagents"]  # Hermes' fields, then ours (delegate_task's children)
+    assert line["subagents"] == []
     turns = line["conversations"]
     assert [t["from"] for t in turns[:5]] == ["system", "human", "gpt", "tool", "gpt"]
     system = turns[0]["value"]
