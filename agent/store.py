@@ -274,6 +274,8 @@ class Store:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._db.execute("DELETE FROM messages_fts WHERE rowid IN"
+                                 " (SELECT rowid FROM messages WHERE session_id = ?)", (session_id,))
                 for table, key in (("messages", "session_id"), ("contexts", "session_id"),
                                    ("sessions", "id")):
                     cursor = self._db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
@@ -297,6 +299,12 @@ class Store:
                     "INSERT INTO messages (session_id, seq, created_at, message)"
                     " SELECT ?, seq, created_at, message FROM messages WHERE session_id = ?",
                     (new_id, source_id))
+                self._db.execute(  # the copies are searchable too, under their own rowids
+                    "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
+                    " SELECT m.rowid, f.text, f.role, ?, f.seq FROM messages_fts f"
+                    " JOIN messages s ON s.rowid = f.rowid AND s.session_id = ?"
+                    " JOIN messages m ON m.session_id = ? AND m.seq = s.seq",
+                    (new_id, source_id, new_id))
                 self._db.execute(
                     "INSERT INTO contexts (session_id, upto_seq, created_at, messages)"
                     " SELECT ?, upto_seq, created_at, messages FROM contexts WHERE session_id = ?",
@@ -305,7 +313,6 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-
 
     def search(self, query: str, *, roles: tuple[str, ...], cwd: str | None = None,
                exclude: str | None = None, rows: int = 300) -> list[Hit]:

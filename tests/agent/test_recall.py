@@ -182,3 +182,13 @@ def test_the_model_searches_past_sessions_through_the_loop(fake_llm: Any, tmp_pa
 def test_without_a_store_the_tool_is_not_offered(fake_llm: Any, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, store=None)
     assert session.tool("session_search") is None
+
+
+def test_a_deleted_session_leaves_the_index_and_a_fork_joins_it(store: Store) -> None:
+    store.copy_session("net", "fork")
+    found = {r["session_id"] for r in search(store, query="bridge")["results"]}
+    assert found == {"net", "fork"}
+    page = search(store, session_id="fork", around_message_id=3, window=1)
+    assert [m["content"] for m in page["messages"] if m["id"] == 3] == ["use a user-defined bridge"]
+    assert store.delete_session("net")
+    assert {r["session_id"] for r in search(store, query="bridge")["results"]} == {"fork"}
