@@ -23,7 +23,7 @@ from tests import ROOT
 from tests.acp.test_client import agent_env
 
 pytestmark = pytest.mark.slow
-RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol"}
+RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol", "pyyaml"}
 
 
 def run(*cmd: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -40,8 +40,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = out / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*cache*", "node_modules"))
-    # As `pip install .` does: the build backend comes from the package index.
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, source)
+    # `python -m build`, as a release is made: the build backend comes from the package index.
+    run(sys.executable, "-m", "build", "--wheel", "--outdir", out, source)
     [built] = out.glob("*.whl")
     return built
 
