@@ -17,6 +17,10 @@ from typing import Any
 
 from talaria.tools.execute_code.env import MODES as EXEC_MODES
 from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
+from talaria.tools.mcp.settings import CALL_TIMEOUT_S as MCP_CALL_TIMEOUT_S
+from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
+from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
+from talaria.tools.web.settings import EXTRACT_BACKENDS, SEARCH_BACKENDS
 
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
 PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
@@ -103,7 +107,17 @@ def setting(default: Any, env: str, doc: str, coerce: Callable[[str, Any], Any] 
     return field(default=default, metadata={"env": env, "doc": doc, "coerce": coerce})
 
 
-FLOAT_SETTINGS = frozenset({"exec_timeout"})
+def _networks(name: str, value: Any) -> tuple[str, ...]:
+    from talaria.tools.web.guard import parse_networks
+
+    networks = _names(name, value)
+    parse_networks(networks)  # ValueError names the bad one
+    return networks
+
+
+FLOAT_SETTINGS = frozenset({"exec_timeout", "web_cache_ttl", "mcp_start_timeout", "mcp_call_timeout"})
+TABLES = ("web", "mcp")
+"""`[web] search = "brave"` in config.toml is the setting `web_search`, and so on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +164,38 @@ class Config:
     exec_env_passthrough: tuple[str, ...] = setting(
         (), "TALARIA_EXEC_ENV_PASSTHROUGH",
         "Extra environment variables (names or globs) execute_code scripts may see.", _names)
+    web_search: str | None = setting(
+        None, "TALARIA_WEB_SEARCH",
+        "Search backend for web_search: searxng (needs web_endpoint or SEARXNG_URL), brave, "
+        "tavily, exa or firecrawl (keys: BRAVE_API_KEY, TAVILY_API_KEY, EXA_API_KEY, "
+        "FIRECRAWL_API_KEY). Unset: no web tools.", _choice(None, *SEARCH_BACKENDS))
+    web_extract: str | None = setting(
+        None, "TALARIA_WEB_EXTRACT",
+        "How web_extract reads pages: local (fetched here), firecrawl or tavily. Unset: local, "
+        "offered with web_search.", _choice(None, *EXTRACT_BACKENDS))
+    web_endpoint: str | None = setting(
+        None, "TALARIA_WEB_ENDPOINT",
+        "Base URL of the search backend: SearXNG's address, or another for the others.")
+    web_allow_networks: tuple[str, ...] = setting(
+        (), "TALARIA_WEB_ALLOW_NETWORKS",
+        "Private networks web_extract may fetch from (CIDRs, e.g. 127.0.0.0/8); by default "
+        "only public addresses.", _networks)
+    web_cache_ttl: float = setting(
+        WEB_CACHE_TTL_S, "TALARIA_WEB_CACHE_TTL", "Seconds a fetched page is reused.", _positive)
+    mcp_start_timeout: float = setting(
+        MCP_START_TIMEOUT_S, "TALARIA_MCP_START_TIMEOUT",
+        "Seconds an MCP server may take to start before it is given up.", _positive)
+    mcp_call_timeout: float = setting(
+        MCP_CALL_TIMEOUT_S, "TALARIA_MCP_CALL_TIMEOUT", "Seconds one MCP tool call may take.",
+        _positive)
+    mcp_script_tools: tuple[str, ...] = setting(
+        (), "TALARIA_MCP_SCRIPT_TOOLS",
+        "MCP tools execute_code scripts may call: globs over mcp__SERVER__TOOL names. None "
+        "by default.", _names)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`[mcp_servers.NAME]` tables: command/args/env or url/headers, allow/deny (see
+    talaria.tools.mcp.settings)."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
@@ -250,7 +295,7 @@ def load_config(
     credentials = load_credentials(home)
     env = {**credentials, **env}
     path = home / "config.toml"
-    file_values = read_config_file(path)
+    file_values = _flatten(read_config_file(path), path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in FIELDS:
@@ -270,7 +315,27 @@ def load_config(
     providers = file_values.get("providers", {})
     if not isinstance(providers, dict):
         raise ValueError(f"{path}: [providers] must be a table of tables")
-    return Config(home=home, providers=providers, sources=sources, credentials=credentials, **values)
+    servers = file_values.get("mcp_servers", {})
+    if not isinstance(servers, dict) or not all(isinstance(t, dict) for t in servers.values()):
+        raise ValueError(f"{path}: [mcp_servers.NAME] must be tables (command = ... or url = ...)")
+    return Config(home=home, providers=providers, mcp_servers=servers, sources=sources,
+                  credentials=credentials, **values)
+
+
+def _flatten(values: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`[web] search = x` read as `web_search = x` (see TABLES); an unknown key is an error."""
+    out = dict(values)
+    for table in TABLES:
+        entries = out.pop(table, {})
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path}: [{table}] must be a table")
+        for key, value in entries.items():
+            if f"{table}_{key}" not in FIELD_NAMES:
+                known = ", ".join(sorted(n.removeprefix(f"{table}_") for n in FIELD_NAMES
+                                         if n.startswith(f"{table}_")))
+                raise ValueError(f"{path}: unknown key {key!r} in [{table}]; known: {known}")
+            out.setdefault(f"{table}_{key}", value)
+    return out
 
 
 def mask(secret: str) -> str:

@@ -14,6 +14,8 @@ from talaria.tools.execute_code.env import ExecSettings
 
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
+    from talaria.tools.registry import ToolSource
+    from talaria.tools.web.pages import WebState
 
 
 @dataclass(slots=True)
@@ -27,6 +29,13 @@ class ToolState:
     sessions (so at most `max_kernels` run in all). None: the session makes its own."""
     kernel: SessionKernel | None = None
     """This session's place in `kernels`, made at its first script."""
+    script_tools: tuple[str, ...] = ()
+    """Registered tools beyond execute_code's own list that scripts may call (the web tools,
+    when the session offers them)."""
+    web: WebState | None = None
+    """The web tools' settings and page cache; None: no web tool is offered."""
+    sources: list[ToolSource] = field(default_factory=list)
+    """Tools that come and go (MCP servers): offered while they are up."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 
