@@ -21,6 +21,7 @@ it comes back, once when it is given up; not at every attempt.
 from __future__ import annotations
 
 import collections
+import contextlib
 import fnmatch
 import logging
 import threading
@@ -96,10 +97,8 @@ class McpManager:
             cm, self._portal_cm = self._portal_cm, None
         if cm is None:
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # already stopped
             self._portal.call(self._portal.stop, True)  # cancels every server's task
-        except RuntimeError:  # already stopped
-            pass
         cm.__exit__(None, None, None)
 
     async def wait_ready(self, timeout: float) -> bool:

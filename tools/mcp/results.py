@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,8 @@ def capped(text: str, cache_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"content": shown}
     if omitted:
         out["omitted_chars"] = omitted
-        try:
+        with contextlib.suppress(OSError):  # the text is still shown, only not saved
             out["full_text_path"] = str(spill.save(text, cache_dir, ".txt"))
-        except OSError:
-            pass
     return out
 
 
