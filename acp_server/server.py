@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
-from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
+from talaria.acp_server.params import cwd_param, mcp_servers_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.updates import iso
 from talaria.acp_server.version import version
@@ -82,7 +82,7 @@ class AcpServer:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
@@ -119,7 +119,8 @@ class AcpServer:
         return session
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
-               session_id: str | None = None, history: list[Any] | None = None) -> Session:
+               session_id: str | None = None, history: list[Any] | None = None,
+               mcp_servers: list[Any] | None = None) -> Session:
         from talaria.acp_server.door import AcpDoor
         from talaria.acp_server.editor_workspace import EditorWorkspace
         from talaria.agent.permissions import MODES
@@ -142,20 +143,21 @@ class AcpServer:
         session = new_session(
             self.config, cwd=cwd, door=door, provider=provider, store=self.store, mode=mode,
             session_id=session_id, history=history, kernels=self._kernels, prestart=True,
+            mcp_servers=mcp_servers,
         )
         self.sessions[session.id] = session
         return session
 
     async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
-        session = self._build(cwd, model=None)
+        session = self._build(cwd, model=None, mcp_servers=mcp_servers_param(params))
         return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
 
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
         session = self._restore(params)
-        tools = {t.name: t for t in session.tools}
+        tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
         for update in replay_updates(session.store.messages(session.id), tools,
                                      compaction_updates=self._client_compaction()):
@@ -172,6 +174,7 @@ class AcpServer:
 
         session_id = param(params, "sessionId")
         cwd = cwd_param(params)
+        servers = mcp_servers_param(params)
         if session_id in self.sessions:
             return self.sessions[session_id]
         record = self.store.get_session(session_id)
@@ -181,7 +184,7 @@ class AcpServer:
         history = self.store.messages(session_id, include_archived=False)
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
-                              session_id=session_id, history=history)
+                              session_id=session_id, history=history, mcp_servers=servers)
         session.title = record.title
         if (todos := last_todos(history)) is not None:
             session.tool_state.todos = todos  # the plan survives a restart

@@ -17,6 +17,7 @@ key (`KEY`) and return hits pointing back at this server.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import threading
@@ -250,10 +251,8 @@ def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str,
     for k, v in (headers or {}).items():
         h.send_header(k, v)
     h.end_headers()
-    try:
+    with contextlib.suppress(OSError):  # the client hung up
         h.wfile.write(body)
-    except OSError:
-        pass
 
 
 def _json(h: BaseHTTPRequestHandler, data: Any) -> None:

@@ -89,7 +89,7 @@ class Connection:
                 reason = f"did not start within {self.start_timeout:g} s"
         except Exception as exc:  # whatever the SDK or the server did: one line for the user
             reason = describe(exc)
-            log.info("mcp %s failed", self.spec.name, exc_info=True)
+            log.debug("mcp %s failed", self.spec.name, exc_info=True)
         finally:
             self._client = None
             self._down.set()
@@ -166,6 +166,7 @@ class Connection:
             raise McpError(f"MCP server {self.spec.name!r} is not running"
                            + (f" ({self.error})" if self.error else ""))
         outcome: list[Any] = []
+        error = ""
         async with anyio.create_task_group() as tg:
             async def watch() -> None:
                 await down.wait()
@@ -176,16 +177,20 @@ class Connection:
                 with anyio.fail_after(self.call_timeout):
                     outcome.append(await send(client))
             except TimeoutError:
-                raise McpError(f"{what} timed out after {self.call_timeout:g} s") from None
-            except McpError:
-                raise
-            except Exception as exc:
-                raise McpError(f"{what} failed: {describe(exc)}") from None
+                error = f"{what} timed out after {self.call_timeout:g} s"
+            except Exception as exc:  # the server's error, a broken pipe, a bad answer
+                error = f"{what} failed: {describe(exc)}"
             tg.cancel_scope.cancel()
-        if not outcome:
-            how = self.stdio.why() if self.stdio is not None else self.error or "closed the connection"
-            raise McpError(f"MCP server {self.spec.name!r} {how} during {what}")
-        return outcome[0]
+        if outcome:
+            return outcome[0]
+        if self.stdio is not None:  # a broken pipe is often seen before the exit
+            with anyio.move_on_after(EXIT_WAIT_S):
+                await self.stdio.exited.wait()
+            if self.stdio.exited.is_set():
+                raise McpError(f"MCP server {self.spec.name!r} {self.stdio.why()} during {what}")
+        if down.is_set() and not error:
+            error = f"MCP server {self.spec.name!r} stopped during {what}"
+        raise McpError(error)
 
 
 async def _list(client: Any) -> Listing:

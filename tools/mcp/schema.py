@@ -29,7 +29,8 @@ PROPERTY_KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
 MAX_NAME = 64
 """Tool names: OpenAI allows 64 characters."""
 MAX_DEPTH = 12
-REF_DEPTH = 8
+REF_DEPTH = 3
+"""A recursive `$ref` is inlined this many times along one path, then left open."""
 MAX_SCHEMA_CHARS = 32_768
 """A tool's schema, as JSON, beyond which it is replaced (it would cost every model call)."""
 MAX_DESCRIPTION = 2_048
