@@ -69,19 +69,21 @@ class StdioServer:
         """Drain stderr (a full pipe would block the server) and wait for the exit."""
         assert self.process.stderr is not None
         buffer = b""
-        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
-                                 anyio.BrokenResourceError, OSError):
-            async for chunk in self.process.stderr:
-                lines = (buffer + chunk).split(b"\n")
-                buffer = lines.pop()[-4096:]
-                for line in lines:
-                    text = line.decode("utf-8", "replace").rstrip()
-                    self.stderr.append(text)
-                    log.debug("mcp %s: %s", self.spec.name, text)
-        await self.process.wait()
-        self.kill()  # what it started dies with it
-        self.record.close()
-        self.exited.set()
+        try:
+            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
+                                     anyio.BrokenResourceError, OSError):
+                async for chunk in self.process.stderr:
+                    lines = (buffer + chunk).split(b"\n")
+                    buffer = lines.pop()[-4096:]
+                    for line in lines:
+                        text = line.decode("utf-8", "replace").rstrip()
+                        self.stderr.append(text)
+                        log.debug("mcp %s: %s", self.spec.name, text)
+            await self.process.wait()
+            self.exited.set()
+        finally:  # exited, or the session closed (and killed it)
+            self.kill()  # what it started dies with it
+            self.record.close()
 
     @asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
