@@ -32,6 +32,8 @@ HTTP_READ_TIMEOUT_S = 300.0
 EXIT_WAIT_S = 0.2
 """When the connection breaks, how long to wait for the process's exit status (the notice
 says how it ended)."""
+SETTLE_S = 2.0
+"""After a server died mid-call, how long the call waits for the session to take note."""
 MAX_PAGES = 20
 """Pages of a paginated list read from one server."""
 
@@ -92,7 +94,6 @@ class Connection:
             log.debug("mcp %s failed", self.spec.name, exc_info=True)
         finally:
             self._client = None
-            self._down.set()
             if self.stdio is not None:
                 if not self._stop.is_set():  # a closed pipe is often seen before the exit
                     with anyio.move_on_after(EXIT_WAIT_S, shield=True):
@@ -100,10 +101,13 @@ class Connection:
                 if self.stdio.exited.is_set() and not self._stop.is_set():
                     reason = self.stdio.why()  # how it died says more than what broke after
                 self.stdio.kill()
-        if self._stop.is_set():
-            self._set("stopped")
-        else:
-            self._set("failed", reason or "the connection closed")
+            # The status (and so the notice) first: a call that failed with the server waits
+            # for `_down`, so the user hears of it before the model's next call.
+            if self._stop.is_set():
+                self._set("stopped")
+            else:
+                self._set("failed", reason or "the connection closed")
+            self._down.set()
 
     async def _deadline(self, scope: anyio.CancelScope) -> None:
         await anyio.sleep(self.start_timeout)
@@ -187,6 +191,8 @@ class Connection:
             with anyio.move_on_after(EXIT_WAIT_S):
                 await self.stdio.exited.wait()
             if self.stdio.exited.is_set():
+                with anyio.move_on_after(SETTLE_S):
+                    await down.wait()  # `run` has marked it failed: its notice is queued
                 raise McpError(f"MCP server {self.spec.name!r} {self.stdio.why()} during {what}")
         if down.is_set() and not error:
             error = f"MCP server {self.spec.name!r} stopped during {what}"
