@@ -67,9 +67,12 @@ def session_spec(state: ToolState) -> ToolSpec:
     tools (which may change while it runs)."""
     spec = REGISTRY.get("execute_code")
     assert spec is not None
-    if not state.script_tools and not state.sources:
-        return spec
-    return replace(spec, description=lambda: _describe(script_specs(state)))
+
+    def text() -> str:
+        specs = script_specs(state)
+        return _description() if len(specs) == len(EXEC_TOOLS) else _describe(specs)
+
+    return replace(spec, description=text)
 
 
 def _stubs(specs: list[ToolSpec]) -> str:
