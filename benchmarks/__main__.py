@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmarks import acp, batch, compaction, core, execute_code, stall
+from benchmarks import acp, batch, compaction, core, execute_code, stall, web_mcp
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **stall.BENCHMARKS}
+          **batch.BENCHMARKS, **stall.BENCHMARKS, **web_mcp.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

@@ -147,7 +147,7 @@ async def run_task(
     from talaria.agent.config import load_config
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
-    from talaria.agent.runtime import make_provider, new_session, open_store
+    from talaria.agent.runtime import make_provider, new_session, open_store, tools_ready
     from talaria.tools.local.workspace import LocalWorkspace
 
     config = load_config(flags)
@@ -157,6 +157,7 @@ async def run_task(
                          asker=local_asker(policy or TerminalAsker()))
         session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
                               store=store, mode="bypass" if yes else None, prestart=True)
+        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
         reason = await run_turn(session, prompt)
         return reason, session.id, store.path
     finally:

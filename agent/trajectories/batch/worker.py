@@ -130,7 +130,7 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
     from talaria.agent.providers.errors import ProviderError
-    from talaria.agent.runtime import new_session
+    from talaria.agent.runtime import new_session, tools_ready
     from talaria.tools.local.workspace import LocalWorkspace
 
     task = job["task"]
@@ -153,6 +153,7 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
         model = session.provider.name
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])
+        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
         reason = "error"
         with anyio.fail_after(timeout):
             reason = await run_turn(session, task["prompt"])

@@ -1,0 +1,73 @@
+"""MCP servers from config.toml, for headless runs: `[mcp_servers.NAME]` tables, `[mcp]`
+settings, tools in the first model call once `tools_ready` has waited for them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from talaria.agent.config import load_config
+from talaria.agent.loop import run_turn
+from talaria.agent.runtime import tools_ready
+from tests.helpers import make_session, recorded
+from tests.tools.mcp.servers import SERVER
+
+
+def write_config(tmp_path: Path, text: str) -> None:
+    home = tmp_path / ".home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(text)
+
+
+def test_config_servers_start_with_the_session(fake_llm, tmp_path: Path) -> None:
+    write_config(tmp_path, f"""
+[mcp]
+start_timeout = 60
+script_tools = ["mcp__calc__add"]
+
+[mcp_servers.calc]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}, "--name", "calc"]
+deny = ["crash", "sleep"]
+""")
+    session = make_session(fake_llm, tmp_path, mode="bypass")
+    try:
+        fake_llm.script([
+            {"tool_calls": [{"id": "a", "name": "mcp__calc__add", "arguments": {"a": 1, "b": 2}}]},
+            {"text": "3"},
+        ])
+
+        async def headless() -> str:
+            await tools_ready(session, 60)
+            return await run_turn(session, "add")
+
+        assert anyio.run(headless) == "end_turn"
+        offered = [t["function"]["name"] for t in fake_llm.requests[0]["json"]["tools"]]
+        assert "mcp__calc__add" in offered and "mcp__calc__crash" not in offered
+        finished = recorded(session).of("ToolCallFinished")[-1]
+        assert finished.content[0]["text"] == "3"
+        assert "mcp__calc__add(a: int, b: int)" in session.tool("execute_code").text()
+    finally:
+        session.close()
+
+
+def test_config_tables_are_checked(tmp_path: Path) -> None:
+    home = tmp_path
+    (home / "config.toml").write_text("[web]\nsearch = \"brave\"\nkey = \"x\"\n")
+    with pytest.raises(ValueError, match=r"unknown key 'key' in \[web\]; known: allow_networks, "
+                                         r"cache_ttl, endpoint, extract, search"):
+        load_config(env={"TALARIA_HOME": str(home)})
+    (home / "config.toml").write_text("[web]\nsearch = \"bing\"\n")
+    with pytest.raises(ValueError, match="web_search must be one of searxng, brave"):
+        load_config(env={"TALARIA_HOME": str(home)})
+    (home / "config.toml").write_text("mcp_servers = 3\n")
+    with pytest.raises(ValueError, match=r"\[mcp_servers.NAME\] must be tables"):
+        load_config(env={"TALARIA_HOME": str(home)})
+    (home / "config.toml").write_text("[web]\nsearch = \"exa\"\n[mcp]\ncall_timeout = 5\n")
+    config = load_config(env={"TALARIA_HOME": str(home)})
+    assert (config.web_search, config.mcp_call_timeout) == ("exa", 5.0)
+    assert config.sources["web_search"] == "config.toml"
