@@ -105,19 +105,19 @@ def parse_server(entry: Any, *, origin: str, name: str | None = None) -> ServerS
     kind = entry.get("type") or ("stdio" if "command" in entry else "http" if "url" in entry else None)
     if kind not in TRANSPORTS:
         raise ValueError(f"{where}: give `command` (stdio) or `url` (with type http or sse)")
-    common = {"name": name.strip(), "transport": kind, "origin": origin,
-              "allow": _strings(entry.get("allow"), "allow", where),
-              "deny": _strings(entry.get("deny"), "deny", where)}
+    spec = ServerSpec(name=name.strip(), transport=kind, origin=origin,
+                      allow=_strings(entry.get("allow"), "allow", where),
+                      deny=_strings(entry.get("deny"), "deny", where))
     if kind == "stdio":
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ValueError(f"{where}: `command` must be a non-empty string")
-        return ServerSpec(command=command, args=_strings(entry.get("args"), "args", where),
-                          env=_pairs(entry.get("env"), "env", where), **common)
+        return replace(spec, command=command, args=_strings(entry.get("args"), "args", where),
+                       env=_pairs(entry.get("env"), "env", where))
     url = entry.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(f"{where}: `url` must be an http(s) URL")
-    return ServerSpec(url=url, headers=_pairs(entry.get("headers"), "headers", where), **common)
+    return replace(spec, url=url, headers=_pairs(entry.get("headers"), "headers", where))
 
 
 def from_acp(entries: Any) -> list[ServerSpec]:

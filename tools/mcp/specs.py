@@ -41,9 +41,13 @@ def server_specs(conn: Connection, call: Call) -> list[ToolSpec]:
             name=name, description=description(server, tool.description, schema.problems),
             parameters=schema.parameters, handler=_handler(call, server, tool.name, schema.renames),
             kind="other", parallel_safe=bool(hints and hints.read_only_hint),
-            title=lambda args, label=label: label, toolset=f"mcp:{server}",
+            title=_label(label), toolset=f"mcp:{server}",
         ))
     return specs
+
+
+def _label(label: str) -> Callable[[dict[str, Any]], str]:
+    return lambda args: label
 
 
 def _handler(call: Call, server: str, tool: str, renames: dict[str, str]) -> Any:

@@ -21,7 +21,8 @@ async def firecrawl(client: Any, settings: WebSettings, url: str) -> Page:
     page = data.get("data")
     if not data.get("success", True) or not isinstance(page, dict):
         raise WebError(f"firecrawl could not read it: {data.get('error') or 'no data'}")
-    meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+    meta = page.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return Page(url, str(meta.get("sourceURL") or url), str(meta.get("title") or ""),
                 str(page.get("markdown") or ""), "html")
 
