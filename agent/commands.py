@@ -29,6 +29,8 @@ COMMANDS = {c.name: c for c in (
     Command("mode", "Show or switch the permission mode", " | ".join(options.MODE_NAMES)),
     Command("context", "Show how much of the context window is in use"),
     Command("clear", "Start over with an empty context (history is kept)"),
+    Command("mcp", "MCP servers: their state, tools and prompts; with SERVER PROMPT, run a "
+                   "server's prompt", "SERVER PROMPT [name=value ...]"),
 )}
 
 
@@ -47,6 +49,15 @@ def parse(text: str) -> tuple[str, str] | None:
 
 async def run(session: Session, config: Config, name: str, arg: str) -> str:
     """Run a command; its reply goes to the user through the door. Returns the stop reason."""
+    if name == "mcp" and arg:  # a server's prompt becomes this turn's prompt
+        from talaria.agent.loop import run_turn
+        from talaria.agent.mcp_prompts import prompt_text
+
+        try:
+            text = await prompt_text(session, arg)
+        except ValueError as exc:
+            raise CommandError(f"/mcp: {exc}") from None
+        return await run_turn(session, text)
     reply = await _dispatch(session, config, name, arg)
     await session.door.emit(TextChunk(reply))
     return "end_turn"
@@ -76,6 +87,10 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
         if session.store is not None:
             session.store.save_context(session.id, session.messages)
         return "Context cleared. Earlier messages stay in the session history."
+    if name == "mcp":
+        from talaria.agent.mcp_prompts import describe_servers
+
+        return describe_servers(session)
     if name == "compact":
         from talaria.agent.context.compaction import compact_session, describe
 

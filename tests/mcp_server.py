@@ -116,6 +116,8 @@ def build(args: argparse.Namespace) -> Any:
             arguments=[types.PromptArgument(name="name", required=True)])])
 
     async def get_prompt(ctx: Any, params: Any) -> types.GetPromptResult:
+        if params.name != "greet":
+            raise ValueError(f"unknown prompt {params.name!r}")
         who = (params.arguments or {}).get("name", "nobody")
         return types.GetPromptResult(messages=[types.PromptMessage(
             role="user", content=types.TextContent(text=f"Write a haiku greeting {who}."))])

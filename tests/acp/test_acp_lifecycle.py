@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.acp_harness import Editor
 
-COMMANDS = {"compact", "model", "mode", "context", "clear"}
+COMMANDS = {"compact", "model", "mode", "context", "clear", "mcp"}
 
 
 def test_initialize_answers_v1_with_capabilities_info_and_a_terminal_auth_method(tmp_path: Path, fake_llm) -> None:

@@ -71,3 +71,38 @@ def test_config_tables_are_checked(tmp_path: Path) -> None:
     config = load_config(env={"TALARIA_HOME": str(home)})
     assert (config.web_search, config.mcp_call_timeout) == ("exa", 5.0)
     assert config.sources["web_search"] == "config.toml"
+
+
+def test_the_mcp_command_shows_servers_and_runs_their_prompts(fake_llm, tmp_path: Path) -> None:
+    from talaria.agent import commands
+
+    write_config(tmp_path, f"""
+[mcp_servers.notes]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVER))}, "--name", "notes"]
+
+[mcp_servers.broken]
+command = "/no/such/server"
+""")
+    session = make_session(fake_llm, tmp_path, mode="bypass")
+    config = load_config(env={"TALARIA_HOME": str(tmp_path / ".home")})
+    try:
+        fake_llm.script([{"text": "A haiku."}])
+
+        async def use() -> str:
+            await tools_ready(session, 60)
+            await commands.run(session, config, "mcp", "")
+            return await commands.run(session, config, "mcp", "notes greet name=Ada")
+
+        assert anyio.run(use) == "end_turn"
+        shown = recorded(session).of("TextChunk")[0].text
+        assert "- notes (config, stdio): ready, 9 tools; prompts: greet" in shown
+        assert "- broken (config, stdio): failed, 0 tools (command not found: /no/such/server)" in shown
+        user = [m for m in fake_llm.requests[0]["json"]["messages"] if m["role"] == "user"]
+        assert user[-1]["content"] == "Write a haiku greeting Ada."
+        for bad, said in (("notes", "write /mcp SERVER PROMPT"), ("nobody greet", "no MCP server 'nobody'"),
+                          ("notes nope", "nope")):
+            with pytest.raises(commands.CommandError, match=said):
+                anyio.run(commands.run, session, config, "mcp", bad)
+    finally:
+        session.close()
