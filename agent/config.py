@@ -22,7 +22,8 @@ from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
 from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
 from talaria.tools.web.settings import EXTRACT_BACKENDS, SEARCH_BACKENDS
 
-SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "BRAVE_API_KEY",
+              "BRAVE_SEARCH_API_KEY", "TAVILY_API_KEY", "EXA_API_KEY", "FIRECRAWL_API_KEY")
 PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
 
@@ -366,6 +367,9 @@ def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple
         key_env = table.get("api_key_env")
         if key_env:
             rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), origin(key_env)))
+    for name, table in sorted(config.mcp_servers.items()):
+        where = table.get("command") or table.get("url") or "filters the editor's server"
+        rows.append((f"mcp_servers.{name}", str(where), "config.toml"))
     for name in SECRET_ENV:
         if env.get(name):
             rows.append((name, mask(env[name]), origin(name)))

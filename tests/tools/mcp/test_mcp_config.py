@@ -106,3 +106,15 @@ command = "/no/such/server"
                 anyio.run(commands.run, session, config, "mcp", bad)
     finally:
         session.close()
+
+
+def test_talaria_config_lists_servers_and_masks_web_keys(tmp_path: Path) -> None:
+    from talaria.agent.config import describe
+
+    (tmp_path / "config.toml").write_text('[mcp_servers.gh]\nurl = "https://mcp.example/mcp"\n'
+                                          '[mcp_servers.fs]\ndeny = ["write_*"]\n')
+    env = {"TALARIA_HOME": str(tmp_path), "TAVILY_API_KEY": "tvly-1234567890"}
+    rows = {name: (value, source) for name, value, source in describe(load_config(env=env), env)}
+    assert rows["mcp_servers.gh"] == ("https://mcp.example/mcp", "config.toml")
+    assert rows["mcp_servers.fs"] == ("filters the editor's server", "config.toml")
+    assert rows["TAVILY_API_KEY"] == ("tvl…90", "env TAVILY_API_KEY")
