@@ -110,3 +110,17 @@ def test_no_server_survives_kill_9(tmp_path: Path, fake_llm) -> None:
         assert wait_gone(tag), "the watchdog kills them after kill -9"
     finally:
         ed.close(check=False)
+
+
+def test_load_and_resume_start_the_servers_they_are_given(tmp_path: Path, fake_llm) -> None:
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize()
+        sid = ed.new_session()
+        ed.prompt(sid, "remember me")
+    for method in ("session/load", "session/resume"):
+        with Editor(tmp_path, fake_llm, home=tmp_path / "home") as ed:
+            ed.initialize()
+            name = "loaded" if method == "session/load" else "resumed"
+            ed.request(method, {"sessionId": sid, "cwd": str(ed.project),
+                                "mcpServers": [acp_entry(name)]})
+            until_offered(ed, sid, fake_llm, f"mcp__{name}__echo")
