@@ -23,25 +23,7 @@ Exceptions:
 Any other exception in a handler is answered with -32603 and a one-line reason; the traceback
 goes to the log, never to the wire.
 
-Error codes. No line ends the server: each gets one answer, or none when it is a notification
-(a `method` without an `id`, even a malformed one: JSON-RPC never answers those).
-
-    -32700  Parse error          not JSON (also NaN, Infinity, invalid UTF-8, nesting the parser
-                                 cannot hold); id null
-    -32600  Invalid request      not a request object; an id that is not a string, an int64 or
-                                 null (floats, 1e999, booleans) is answered with id null
-    -32601  Method not found
-    -32602  Invalid params       `data` says which field; strings that cannot be encoded (lone
-                                 surrogates) and params nesting deeper than `wire.MAX_DEPTH`
-    -32603  Internal error       a bug: a one-line `data` reason, never a traceback or a path
-    -32800  Request cancelled    by `$/cancel_request`
-    -32000  Authentication required   (ACP) no credentials, or the model refused the key
-    -32002  Resource not found   (ACP) unknown session, missing cwd; `data` names it
-    -32050  Model error          (Talaria) `session/prompt` failed in the model after retries
-                                 and compaction: rate limited, overloaded, unreachable, out of
-                                 context, billing... The message names the endpoint and what to
-                                 do; `data` = {"cause", "provider", "model", "endpoint",
-                                 "retries", "status", "detail"} (see `providers.errors`)
+Error codes, and how every kind of hostile line is answered: `talaria.acp_server.wire`.
 """
 
 from __future__ import annotations
@@ -57,6 +39,7 @@ import anyio
 import anyio.abc
 
 from talaria.acp_server import wire
+from talaria.acp_server.lines import LineReader, LineTooLong
 from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
 from talaria.tools.errors import TalariaError
 
@@ -73,7 +56,6 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 """Seconds `request()` waits by default: some clients never answer requests they don't know."""
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest accepted line. A whole file travels in one `fs/read_text_file` reply."""
-READ_CHUNK_BYTES = 1024 * 1024
 CHECK_IN_THREAD_BYTES = 1024 * 1024
 """Lines longer than this are checked for bad strings and deep nesting in a worker thread."""
 EOF_GRACE_SECONDS = 2.0
@@ -93,10 +75,6 @@ class RequestTimeout(PeerError, TimeoutError):
 
 class ConnectionClosed(PeerError):
     """The stream ended (or broke) before the answer came."""
-
-
-class _LineTooLong(Exception):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +109,7 @@ class Peer:
         self._in_flight: dict[Any, anyio.CancelScope] = {}
         self._ids = itertools.count(1)
         self._write_lock = anyio.Lock()
-        self._buf, self._pos = bytearray(), 0
+        self._lines = LineReader(reader, max_line_bytes)
         self.closed = False  # True once the input ended: no response can arrive any more
         self._writable = True
         self._running = 0  # handler tasks alive
@@ -229,32 +207,10 @@ class Peer:
     async def _next_line(self) -> bytes | None:
         while True:
             try:
-                return await self._read_line()
-            except _LineTooLong:
+                return await self._lines.next()
+            except LineTooLong:
                 reason = f"line longer than {self._max_line_bytes} bytes"
                 await self._send_error(None, RpcError.invalid_request(reason))
-
-    async def _read_line(self) -> bytes | None:
-        """The next line, without its newline; None at EOF. An overlong line is skipped."""
-        buf, too_long, scanned = self._buf, False, self._pos
-        while (newline := buf.find(b"\n", scanned)) < 0:
-            if len(buf) - self._pos > self._max_line_bytes:
-                del buf[:]
-                self._pos, too_long = 0, True
-            try:
-                chunk = await self._reader.receive(READ_CHUNK_BYTES)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                rest = bytes(buf[self._pos :])
-                del buf[:]
-                self._pos = 0
-                return None if too_long or not rest.strip() else rest
-            del buf[: self._pos]  # compact once per chunk, not per line: many small lines stay O(n)
-            self._pos, scanned = 0, len(buf)
-            buf += chunk
-        line, self._pos = bytes(buf[self._pos : newline]), newline + 1
-        if too_long or len(line) > self._max_line_bytes:
-            raise _LineTooLong
-        return line
 
     async def _dispatch_line(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
         if not line.strip():

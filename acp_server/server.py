@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,6 @@ import anyio
 from talaria.acp_server.jsonrpc import MODEL_ERROR, Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, mcp_servers_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
-from talaria.acp_server.updates import iso
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
 
@@ -151,7 +151,7 @@ class AcpServer:
     async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
         session = self._build(cwd, model=None, mcp_servers=mcp_servers_param(params))
-        return Reply({"sessionId": session.id, **self._state(session)}, then=self._commands(session))
+        return Reply({"sessionId": session.id, **self._state(session)}, then=self._after_session(session))
 
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
@@ -162,11 +162,11 @@ class AcpServer:
         for update in replay_updates(session.store.messages(session.id), tools,
                                      compaction_updates=self._client_compaction()):
             await self._notify(session.id, update)
-        return Reply(self._state(session), then=self._commands(session))
+        return Reply(self._state(session), then=self._after_session(session))
 
     async def resume_session(self, params: dict[str, Any]) -> Reply:
         session = self._restore(params)
-        return Reply(self._state(session), then=self._commands(session))
+        return Reply(self._state(session), then=self._after_session(session))
 
     def _restore(self, params: dict[str, Any]) -> Session:
         from talaria.acp_server.history import last_todos
@@ -191,6 +191,8 @@ class AcpServer:
         return session
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.acp_server import updates
+
         cwd = params.get("cwd")
         cursor = params.get("cursor")
         if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
@@ -199,7 +201,7 @@ class AcpServer:
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [
-            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": iso(r.updated_at)}
+            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": updates.iso(r.updated_at)}
             for r in page
         ]}
         if len(records) > LIST_PAGE:
@@ -316,8 +318,9 @@ class AcpServer:
     async def _notify(self, session_id: str, update: dict[str, Any]) -> None:
         await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
-    def _commands(self, session: Session) -> Any:
-        """`available_commands_update`, sent right after the new/load/resume response."""
+    def _after_session(self, session: Session) -> Callable[[], Awaitable[None]]:
+        """Right after the new/load/resume response: `available_commands_update`, then the
+        model's SDK loads in a worker thread, so the first prompt does not wait for it."""
         from talaria.agent.commands import COMMANDS
 
         update = {"sessionUpdate": "available_commands_update", "availableCommands": [
@@ -325,7 +328,15 @@ class AcpServer:
              **({"input": {"hint": c.hint}} if c.hint else {})}
             for c in COMMANDS.values()
         ]}
-        return lambda: self._notify(session.id, update)
+
+        async def then() -> None:
+            await self._notify(session.id, update)
+            try:
+                await session.provider.warm()
+            except Exception as exc:  # the first prompt reports it, with its cause
+                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+
+        return then
 
 
 def provider_rpc_error(exc: Any) -> RpcError:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import stat
 import sys
 import threading
 from typing import NamedTuple
@@ -108,14 +110,26 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
 
 
 class FdSendStream(anyio.abc.ByteSendStream):
-    """Writes whole buffers to an fd from a worker thread (pipes may accept partial writes)."""
+    """Writes whole buffers to an fd: from a worker thread, so an editor that stops reading
+    never blocks the event loop; a small message to a pipe with room is written at once."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        try:
+            self._pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
+        except OSError:
+            self._pipe = False
 
     async def send(self, item: bytes) -> None:
         if self._fd < 0:
             raise anyio.ClosedResourceError
+        # A thread hop per message was most of a streamed turn's overhead (hundreds of small
+        # chunks). A pipe that polls writable has room for PIPE_BUF bytes, and a write of at
+        # most PIPE_BUF into it is whole and does not block (POSIX); callers send one message
+        # at a time (Peer's write lock), so this cannot overtake a write still in a thread.
+        if self._pipe and len(item) <= select.PIPE_BUF and _room(self._fd):
+            os.write(self._fd, item)
+            return
         await to_thread.run_sync(_write_all, self._fd, item)
 
     async def aclose(self) -> None:
@@ -123,6 +137,15 @@ class FdSendStream(anyio.abc.ByteSendStream):
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = -1
+
+
+def _room(fd: int) -> bool:
+    poller = select.poll()  # not select.select: it fails on fds past FD_SETSIZE
+    poller.register(fd, select.POLLOUT)
+    try:
+        return any(events & select.POLLOUT for _, events in poller.poll(0))
+    except OSError:
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -14,6 +14,26 @@ encoded. So:
     valid_id(value)                           null, an int64 or a valid string (the schema's RequestId)
     encode(message) -> bytes                  one line; raises ValueError/TypeError if impossible
     RpcError                                  a JSON-RPC error object (codes: see `jsonrpc`)
+
+Error codes. No line ends the server: each gets one answer, or none when it is a notification
+(a `method` without an `id`, even a malformed one: JSON-RPC never answers those).
+
+    -32700  Parse error          not JSON (also NaN, Infinity, invalid UTF-8, nesting the parser
+                                 cannot hold); id null
+    -32600  Invalid request      not a request object; an id that is not a string, an int64 or
+                                 null (floats, 1e999, booleans) is answered with id null
+    -32601  Method not found
+    -32602  Invalid params       `data` says which field; strings that cannot be encoded (lone
+                                 surrogates) and params nesting deeper than `wire.MAX_DEPTH`
+    -32603  Internal error       a bug: a one-line `data` reason, never a traceback or a path
+    -32800  Request cancelled    by `$/cancel_request`
+    -32000  Authentication required   (ACP) no credentials, or the model refused the key
+    -32002  Resource not found   (ACP) unknown session, missing cwd; `data` names it
+    -32050  Model error          (Talaria) `session/prompt` failed in the model after retries
+                                 and compaction: rate limited, overloaded, unreachable, out of
+                                 context, billing... The message names the endpoint and what to
+                                 do; `data` = {"cause", "provider", "model", "endpoint",
+                                 "retries", "status", "detail"} (see `providers.errors`)
 """
 
 from __future__ import annotations
@@ -37,7 +57,7 @@ request nested 101-500 deep still gets its own id back (with -32602)."""
 INT64 = 2**63
 MAX_ERROR_DATA_CHARS = 200
 MODEL_ERROR = -32050
-"""`session/prompt` failed in the model (Talaria's own code; see `jsonrpc`'s docstring)."""
+"""`session/prompt` failed in the model (Talaria's own code; see the table above)."""
 JsonObject = dict[str, Any]
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A lone surrogate reaches a parsed string only through a \uD800-\uDFFF escape, or as raw

@@ -86,7 +86,7 @@ def _choice(*choices: str | None) -> Callable[[str, Any], Any]:
 
 
 def _mode(name: str, value: Any) -> str:
-    from talaria.agent.permissions import normalize_mode
+    from talaria.agent.modes import normalize_mode
 
     return normalize_mode(value)
 

@@ -34,16 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from talaria.agent.modes import ALIASES, ALL_MODES, MODES, normalize_mode
 from talaria.tools.paths import Sensitive, inside_roots
+
+__all__ = ["ALIASES", "ALL_MODES", "MODES", "Decision", "PermissionAsk", "Permissions", "normalize_mode"]
 
 if TYPE_CHECKING:
     from talaria.tools.sandbox.tiers import SandboxSpec
 
-MODES = ("default", "accept_edits", "plan", "auto", "dont_ask")
-"""The modes an editor may choose."""
-ALL_MODES = (*MODES, "bypass")
-"""`bypass` only from the command line or the environment, for headless runs."""
-ALIASES = {"acceptEdits": "accept_edits", "dontAsk": "dont_ask", "bypassPermissions": "bypass"}
 READ_KINDS = frozenset({"read", "search", "think"})
 """Kinds with no effect outside the session (`think`: the todo list)."""
 WRITE_KINDS = frozenset({"edit", "delete", "move"})
@@ -53,14 +51,6 @@ OPTIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
 PLAN_REFUSAL = "Plan mode is read-only: edits and commands are not allowed. Describe the change instead."
 NO_SANDBOX = ("no sandbox on this machine (neither bubblewrap nor Landlock works), so a "
               "command that would run without a question asks")
-
-
-def normalize_mode(value: object) -> str:
-    """The canonical name of a mode or alias; ValueError naming the valid ones otherwise."""
-    if isinstance(value, str) and (name := ALIASES.get(value.strip(), value.strip())) in ALL_MODES:
-        return name
-    raise ValueError(f"unknown permission mode {value!r}; use one of {', '.join(ALL_MODES)} "
-                     f"(or Claude Code's {', '.join(ALIASES)})")
 
 
 @dataclass(frozen=True, slots=True)

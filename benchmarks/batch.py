@@ -1,12 +1,14 @@
 """Batch runner and trajectory compressor benchmarks.
 
     batch                 200 scripted tasks (write a file, read it back, report: 3 model calls,
-                          2 tool calls each), 8 workers, an instant fake model on loopback; local
+                          2 tool calls each), 8 workers, an instant model (the replay provider
+                          playing a recorded scenario per task); local
                           worker processes, then a local Ray instance (cold, then warm). Overhead per task outside
                           the model = time in the worker minus time in model calls, plus the
                           runner's bookkeeping (trajectory append + fsync + checkpoint).
     batch_model_time      12 one-call tasks, 3 workers, the model taken from the configuration
-                          (no --model), a fake model answering after MODEL_DELAY_S: model_s of
+                          (no --model), a canned OpenAI endpoint on loopback answering after
+                          MODEL_DELAY_S, through the real SDK: model_s of
                           each worker's first task against the others'. The SDK import (seconds
                           on a loaded machine) is set-up, so both should sit near the delay.
     trajectory_compress   1,000 ShareGPT trajectories of ~50K tokens, an instant summarizer,
@@ -30,24 +32,36 @@ WORKERS = 8
 OVERHEAD_TARGET_MS = 100.0
 
 
-def _run(executor: str, root: Path, llm: Any, name: str | None = None) -> dict[str, Any]:
+SCENARIO = {"turns": [
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "a task"}}]},
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "out.txt"}}]},
+    {"text": "Wrote out.txt and read it back."},
+]}
+"""What every batch task's model does (a recording, replayed: no model, no network)."""
+
+
+def _run(executor: str, root: Path, name: str | None = None) -> dict[str, Any]:
     from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
 
     name = name or executor
+    scenario = root / "scenario.json"
+    scenario.write_text(json.dumps(SCENARIO))
     tasks = root / f"tasks-{name}.jsonl"
     tasks.write_text("".join(json.dumps({"id": f"t{i}", "prompt": f"write out.txt task {i}"})
                              + "\n" for i in range(TASKS)))
-    served = llm.served
     started = time.perf_counter()
     result = run_batch(BatchOptions(tasks_file=tasks, run_name=name, output_dir=root / "data",
-                                    workers=WORKERS, model="openai:fake", executor=executor),
+                                    workers=WORKERS, model=f"replay:{scenario}",
+                                    executor=executor),
                        progress_out=None)
     wall = time.perf_counter() - started
     stats = result.statistics
     outside = (stats["duration_s"]["mean"] - stats["model_s"]["mean"]) * 1000
     overhead = outside + stats["run"]["bookkeeping_ms_per_task"]
     return {"metric": "batch_throughput", "executor": executor, "tasks": TASKS,
-            "workers": WORKERS, "completed": result.completed, "model_calls": llm.served - served,
+            "workers": WORKERS, "completed": result.completed,
+            "model_calls": sum(json.loads(line).get("turns", 0) for line in
+                               (result.run_dir / "trajectories.jsonl").read_text().splitlines()),
             "wall_s": round(wall, 2), "tasks_per_minute": round(TASKS / wall * 60, 1),
             "overhead_ms_per_task": round(overhead, 1),
             "worker_ms_outside_model": round(outside, 1),
@@ -57,15 +71,12 @@ def _run(executor: str, root: Path, llm: Any, name: str | None = None) -> dict[s
 
 
 def batch() -> Iterator[dict[str, Any]]:
-    from tests.batchllm import RoutedLLM
-
     saved = dict(os.environ)
-    with tempfile.TemporaryDirectory() as tmp, RoutedLLM() as llm:
+    with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        os.environ.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=llm.openai_base_url,
-                          TALARIA_HOME=str(root / "home"), RAY_AUTH_MODE="disabled")
+        os.environ.update(TALARIA_HOME=str(root / "home"), RAY_AUTH_MODE="disabled")
         try:
-            yield _run("local", root, llm)
+            yield _run("local", root)
             try:
                 import ray
             except ImportError:
@@ -76,10 +87,10 @@ def batch() -> Iterator[dict[str, Any]]:
             ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
             try:
                 ray_start = time.perf_counter() - started
-                yield {**_run("ray", root, llm), "ray_start_s": round(ray_start, 2),
+                yield {**_run("ray", root), "ray_start_s": round(ray_start, 2),
                        "note": "cold: Ray's worker processes import Talaria on their first "
                                "task; wall_s excludes starting the local Ray instance"}
-                yield {**_run("ray", root, llm, "ray-warm"),
+                yield {**_run("ray", root, "ray-warm"),
                        "note": "warm: a second run on the same Ray instance (workers reused)"}
             finally:
                 ray.shutdown()
@@ -92,11 +103,11 @@ MODEL_DELAY_S = 0.05
 
 
 def batch_model_time() -> Iterator[dict[str, Any]]:
+    from benchmarks.canned_llm import CannedLLM
     from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
-    from tests.batchllm import RoutedLLM
 
     saved = dict(os.environ)
-    with tempfile.TemporaryDirectory() as tmp, RoutedLLM(delay=MODEL_DELAY_S) as llm:
+    with tempfile.TemporaryDirectory() as tmp, CannedLLM(delay=MODEL_DELAY_S) as llm:
         root = Path(tmp)
         os.environ.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=llm.openai_base_url,
                           TALARIA_HOME=str(root / "home"), TALARIA_MODEL="openai:fake")

@@ -83,11 +83,10 @@ def _pings(agent: _Agent, stop: threading.Event, out: list[float]) -> None:
 
 
 def prompt_stall() -> Iterator[dict[str, Any]]:
-    from tests.fakellm import FakeLLM
+    from benchmarks.canned_llm import CannedLLM
 
-    with tempfile.TemporaryDirectory() as tmp, FakeLLM() as llm:
+    with tempfile.TemporaryDirectory() as tmp, CannedLLM("Read it.") as llm:
         root = Path(tmp)
-        llm.default_turn = {"text": "Read it."}
         env = {**os.environ, "TALARIA_HOME": str(root / "home"), "TALARIA_MODEL": "openai:fake",
                "OPENAI_API_KEY": "x", "OPENAI_BASE_URL": llm.openai_base_url,
                "PYTHONPATH": str(Path(__file__).resolve().parents[1])}

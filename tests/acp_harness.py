@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from tests import ROOT
+from tests.acp_client_side import CANCELLED, NO_REPLY, ClientError, ClientSide, Terminal
 from tests.acpschema import AGENT_TO_CLIENT, CLIENT_TO_AGENT, Recorder, validate_message
 
 SERVER_CMD = [sys.executable, "-m", "talaria.acp_server", "acp"]
 TIMEOUT = 10.0
 """Seconds any single wait may take before the test fails (the fake LLM is instant)."""
 SCRUBBED_ENV = ("OPENAI_", "ANTHROPIC_", "OPENROUTER_", "TALARIA_")
-CANCELLED = {"outcome": {"outcome": "cancelled"}}
 Permission = str | Callable[[dict[str, Any]], str | None] | None
 
 
@@ -64,45 +64,14 @@ def server_env(home: Path, llm: Any = None, *, credentials: bool = True, **extra
     return env
 
 
-class Terminal:
-    """One `terminal/create`: a real process in its own group, output collected by a thread."""
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        env = dict(os.environ)
-        env.update({e["name"]: e["value"] for e in params.get("env") or ()})
-        self.proc = subprocess.Popen(
-            [params["command"], *(params.get("args") or ())], cwd=params.get("cwd"), env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.output = bytearray()
-        self.released = False
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while chunk := self.proc.stdout.read1(65536):
-            self.output += chunk
-
-    def status(self) -> dict[str, Any]:
-        code = self.proc.returncode
-        return {"exitCode": code if code is None or code >= 0 else None,
-                "signal": signal.Signals(-code).name if code is not None and code < 0 else None}
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-
-class Editor:
+class Editor(ClientSide):
     """A scripted ACP client around one `talaria acp` subprocess (see the module docstring)."""
 
     def __init__(
         self, tmp: Path, llm: Any = None, *, project: Path | None = None, home: Path | None = None,
         permission: Permission = "allow_once", answer_cancelled: bool = True,
         credentials: bool = True, env: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.llm = llm
@@ -113,6 +82,7 @@ class Editor:
         self.answer_cancelled = answer_cancelled
         self.credentials = credentials
         self.extra_env = env or {}
+        self.command = command or SERVER_CMD
         if llm is not None and llm.default_turn is None:
             llm.default_turn = {"text": "Done."}  # an exhausted script must not 500 into retries
         self.recorder = Recorder()
@@ -142,7 +112,7 @@ class Editor:
     def start(self) -> Editor:
         env = server_env(self.home, self.llm, credentials=self.credentials, **self.extra_env)
         self.proc = subprocess.Popen(
-            SERVER_CMD, cwd=self.project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.command, cwd=self.project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, bufsize=0,
         )
         self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
@@ -360,98 +330,8 @@ class Editor:
             return self._reply(rid, error={"code": -32601, "message": f"not a client method: {method}"})
         try:
             outcome = handler(params, rid)
-        except _ClientError as exc:
+        except ClientError as exc:
             return self._reply(rid, error={"code": exc.args[0], "message": exc.args[1]})
         time.sleep(self.delays.get(method, 0))
-        if outcome is not _NO_REPLY:
+        if outcome is not NO_REPLY:
             self._reply(rid, outcome)
-
-    def _on_fs_read_text_file(self, params: dict[str, Any], rid: Any) -> Any:
-        path = params["path"]
-        with self._cond:
-            self.reads.append(path)
-            self._cond.notify_all()
-        if path in self.hang_reads:
-            return _NO_REPLY
-        if path in self.buffers:
-            text = self.buffers[path]
-        else:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise _ClientError(-32002, f"Resource not found: {path}") from None
-        if params.get("line") or params.get("limit"):
-            lines = text.splitlines(keepends=True)
-            start = max((params.get("line") or 1) - 1, 0)
-            text = "".join(lines[start : start + params["limit"]] if params.get("limit") else lines[start:])
-        return {"content": text}
-
-    def _on_fs_write_text_file(self, params: dict[str, Any], rid: Any) -> Any:
-        with self._cond:
-            self.writes.append((params["path"], params["content"]))
-            self.buffers[params["path"]] = params["content"]  # an unsaved buffer, disk untouched
-        return {}
-
-    def _on_terminal_create(self, params: dict[str, Any], rid: Any) -> Any:
-        terminal_id = f"term-{next(self._terminal_ids)}"
-        with self._cond:
-            self.terminals[terminal_id] = Terminal(params)
-            self._cond.notify_all()
-        return {"terminalId": terminal_id}
-
-    def _terminal(self, params: dict[str, Any]) -> Terminal:
-        term = self.terminals.get(params.get("terminalId", ""))
-        if term is None or term.released:
-            raise _ClientError(-32002, "unknown terminal")
-        return term
-
-    def _on_terminal_output(self, params: dict[str, Any], rid: Any) -> Any:
-        term = self._terminal(params)
-        result = {"output": term.output.decode(errors="replace"), "truncated": False}
-        if term.proc.poll() is not None:
-            term._reader.join(2)
-            result.update(output=term.output.decode(errors="replace"), exitStatus=term.status())
-        return result
-
-    def _on_terminal_wait_for_exit(self, params: dict[str, Any], rid: Any) -> Any:
-        term = self._terminal(params)
-        term.proc.wait()
-        term._reader.join(2)
-        return term.status()
-
-    def _on_terminal_kill(self, params: dict[str, Any], rid: Any) -> Any:
-        self._terminal(params).kill()
-        return {}
-
-    def _on_terminal_release(self, params: dict[str, Any], rid: Any) -> Any:
-        term = self._terminal(params)
-        term.kill()
-        with self._cond:
-            term.released = True
-            self._cond.notify_all()
-        return {}
-
-    def _on_session_request_permission(self, params: dict[str, Any], rid: Any) -> Any:
-        with self._cond:
-            self.permission_requests.append(params)
-            self.pending_permissions[rid] = params
-            self._cond.notify_all()
-        policy = self.permission
-        choice = policy(params) if callable(policy) else policy
-        if choice is None:
-            return _NO_REPLY
-        with self._cond:
-            if self.pending_permissions.pop(rid, None) is None:
-                return _NO_REPLY  # already answered `cancelled`
-        if choice == "cancelled":
-            return CANCELLED
-        if choice == "error":  # a client that cannot ask
-            raise _ClientError(-32603, "permission UI unavailable")
-        return {"outcome": {"outcome": "selected", "optionId": choice}}
-
-
-class _ClientError(Exception):
-    pass
-
-
-_NO_REPLY = object()

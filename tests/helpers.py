@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from talaria.agent.runtime import new_session
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.local.workspace import LocalWorkspace
+from tests import TESTS
 from tests.fakellm import FakeLLM
 
 
@@ -80,3 +82,12 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             return True
     return False
+
+
+def check_golden(name: str, text: str) -> None:
+    """`text` equals tests/golden/NAME; TALARIA_UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = TESTS / "golden" / name
+    if os.environ.get("TALARIA_UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing {path}; run with TALARIA_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; TALARIA_UPDATE_GOLDEN=1 to accept"

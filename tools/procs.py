@@ -224,7 +224,7 @@ def reap(agents: Iterable[str], records: list[tuple[Path, dict]]) -> int:
 
 
 def _read_records(directory: Path) -> list[tuple[Path, dict]]:
-    out = []
+    out: list[tuple[Path, dict]] = []
     try:
         entries = list(directory.iterdir())
     except OSError:

@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # `talaria acp` is what editors launch: answer `initialize` without building every parser.
+    args = argparse.Namespace(command="acp") if argv == ["acp"] else build_parser().parse_args(argv)
     try:
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback

@@ -9,6 +9,8 @@
     replay.py     recorded turns, for deterministic runs
 
 Importing this package imports no SDK; a provider imports its SDK when it is built.
+
+May import `talaria.tools.errors`; nothing else of ours.
 """
 
 from __future__ import annotations

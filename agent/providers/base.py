@@ -100,6 +100,11 @@ class Provider(Protocol):
         """"provider:model"."""
         ...
 
+    async def warm(self) -> None:
+        """Import the SDK and build the client now, off the event loop, so the first call
+        does not pay for it (front doors call this once a session exists)."""
+        ...
+
     def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,

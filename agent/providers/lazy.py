@@ -36,6 +36,9 @@ class LoopBoundClient:
         self._options = options
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loading: anyio.Event | None = None
+        """Set while a `load` builds the client: a second caller (the first prompt while
+        `warm()` runs) waits for it instead of building another."""
 
     @property
     def sdk(self) -> Any:
@@ -52,9 +55,15 @@ class LoopBoundClient:
         """The client for the running loop, its SDK imported and the client built (SSL
         context included) in a worker thread, so that the event loop keeps serving."""
         loop = asyncio.get_running_loop()
+        if self._loading is not None and loop is self._loop:
+            await self._loading.wait()
         if self._client is None or loop is not self._loop:
-            client = await anyio.to_thread.run_sync(self._build)
-            self._client, self._loop = client, loop
+            self._loading, self._loop, self._client = anyio.Event(), loop, None
+            try:
+                self._client = await anyio.to_thread.run_sync(self._build)
+            finally:
+                self._loading.set()
+                self._loading = None
         return self._client
 
     def _build(self) -> Any:

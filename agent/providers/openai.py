@@ -77,6 +77,9 @@ class OpenAIProvider:
     def _client(self) -> Any:
         return self._clients.get()
 
+    async def warm(self) -> None:
+        await self._clients.load()
+
     async def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,

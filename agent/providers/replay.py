@@ -123,6 +123,9 @@ class ReplayProvider:
         self.played = 0
         self._last_calls: int | None = None  # tool calls of the last turn played, faults aside
 
+    async def warm(self) -> None:
+        return None  # nothing to load
+
     async def stream(
         self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,

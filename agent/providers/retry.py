@@ -213,6 +213,10 @@ class RetryingProvider:
     def name(self) -> str:
         return self.providers[self._active].name
 
+    async def warm(self) -> None:
+        """Load the model that will be called first (a fallback loads when it is needed)."""
+        await self.providers[self._active].warm()
+
     def delay_for(self, retry: int, error: ProviderError) -> float:
         """Seconds before retry number `retry` (1-based) after `error`."""
         if error.retry_after is not None:

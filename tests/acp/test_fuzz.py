@@ -335,6 +335,6 @@ def test_protocol_fuzz(tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixt
     fuzz(tmp_path, fake_llm, CI_CASES, capsys)
 
 
-@pytest.mark.slow
+@pytest.mark.deep
 def test_protocol_fuzz_big_run(tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixture[str]) -> None:
     fuzz(tmp_path, fake_llm, SLOW_CASES, capsys)

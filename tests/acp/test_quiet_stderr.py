@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.acp_checks import check_turn
-from tests.acp_harness import AGENT_TO_CLIENT, Editor
+from tests.acp_harness import AGENT_TO_CLIENT, SERVER_CMD, Editor
 
 BIG = "".join(f"line {i}: the ledger entry {i} balances to zero\n" for i in range(400))
 
@@ -121,11 +121,15 @@ def test_protocol_errors_name_what_they_are_about(tmp_path: Path, fake_llm) -> N
     assert str(ed.home) not in everything and "site-packages" not in everything
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every directory")
 def test_an_unreadable_cwd_is_named(tmp_path: Path, fake_llm) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0)
-    with Editor(tmp_path, fake_llm) as ed:
+    # Root reads every directory: as root, the server runs without the two capabilities
+    # that let it (as a root-owned editor launching an agent in a container might).
+    command = None
+    if os.geteuid() == 0:
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *SERVER_CMD]
+    with Editor(tmp_path, fake_llm, command=command) as ed:
         ed.initialize()
         error = ed.error("session/new", {"cwd": str(locked), "mcpServers": []})
     assert error.code == -32602 and str(locked) in error.data and "cannot be read" in error.data

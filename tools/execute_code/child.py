@@ -91,8 +91,8 @@ class LateSite:
 class Channel:
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.control = SimpleQueue()
-        self.results = SimpleQueue()
+        self.control: SimpleQueue[dict] = SimpleQueue()
+        self.results: SimpleQueue[dict] = SimpleQueue()
         self.send_lock = threading.Lock()
         self.call_lock = threading.Lock()
         self.cell = 0
@@ -134,7 +134,8 @@ class Channel:
                     break
         if "error" in frame:
             return {"error": frame["error"]}
-        return frame.get("result")
+        result = frame.get("result")
+        return result if isinstance(result, dict) else {"error": "the agent sent no result"}
 
 
 def load_stubs(chan: Channel, source: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -134,6 +133,8 @@ def _probe(python: str, mtime: float) -> tuple[int, int] | None:
                 return int(major), int(minor)
     except (OSError, ValueError):
         pass
+    import subprocess  # rarely needed (no pyvenv.cfg): not on `talaria acp`'s start-up path
+
     try:
         out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
                              capture_output=True, text=True, timeout=10, check=True).stdout

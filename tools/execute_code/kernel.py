@@ -354,8 +354,8 @@ class Kernel:
             self.err.close()
         self.proc.poll()  # reap if already dead; else subprocess reaps it on a later Popen
         shutil.rmtree(self.scratch, ignore_errors=True)
-        if self.cleanup is not None:
-            self.cleanup, cleanup = None, self.cleanup
+        cleanup, self.cleanup = self.cleanup, None
+        if cleanup is not None:
             cleanup()
         if self.record is not None:
             self.record.close()

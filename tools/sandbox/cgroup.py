@@ -27,7 +27,7 @@ _pending: set[str] = set()
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
     """(mount root, mount point, fstype, super options) of every cgroup mount."""
-    out = []
+    out: list[tuple[str, str, str, set[str]]] = []
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()

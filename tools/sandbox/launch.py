@@ -37,8 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import landlock  # noqa: E402
-import seccomp  # noqa: E402
+import landlock  # type: ignore[import-not-found]  # noqa: E402  (this folder, see above)
+import seccomp  # type: ignore[import-not-found]  # noqa: E402
 
 FAILED = 125
 PARENT_DIED = signal.SIGRTMIN + 1
@@ -149,7 +149,8 @@ def mount_tmpfs(dirs: list[str], size: int) -> bool:
         return False
     cwd = os.getcwd()
     # A shared / (systemd's default) would propagate our mounts back to the host.
-    steps = [(b"none", b"/", None, MS_REC | MS_PRIVATE, None)]
+    steps: list[tuple[bytes, bytes, bytes | None, int, bytes | None]] = [
+        (b"none", b"/", None, MS_REC | MS_PRIVATE, None)]
     steps += [(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size}".encode())
               for d in dirs]
     for source, target, fstype, flags, data in steps:
@@ -233,12 +234,13 @@ def run_here(command: list[str]) -> None:
     from _frozen_importlib_external import SourceFileLoader
 
     for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(write_through=True)  # what -u gives
+        stream.reconfigure(write_through=True)  # type: ignore[union-attr]  # what -u gives
     path = command[4]
     sys.argv = command[4:]
     while HERE in sys.path:  # as `python -I path` would have it: no script dir on the path
         sys.path.remove(HERE)
     code = SourceFileLoader("__main__", path).get_code("__main__")
+    assert code is not None  # a source file always has code
     main = type(sys)("__main__")
     main.__file__ = path
     sys.modules["__main__"] = main
@@ -317,7 +319,7 @@ def supervise(command: list[str], measure: list[str], tmp_bytes: int) -> None:
     status = watch_tmp(child, measure, tmp_bytes, parent_died) if measure else \
         os.waitpid(child, 0)[1]
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+        sig = signal.Signals(os.WTERMSIG(status))
         signal.signal(sig, signal.SIG_DFL)
         os.kill(me, sig)
         os._exit(128 + sig)

@@ -70,7 +70,6 @@ Decisions:
 from __future__ import annotations
 
 import atexit
-import itertools
 import json
 import logging
 import os
@@ -78,7 +77,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -87,6 +86,7 @@ from talaria.tools.errors import SandboxError
 from talaria.tools.sandbox import cgroup as sandbox_cgroup
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
+from talaria.tools.sandbox.bwrap import BWRAP_NAMESPACES, bwrap_args, protect_mounts, within
 from talaria.tools.sandbox.bytecode import precompile
 
 log = logging.getLogger(__name__)
@@ -109,11 +109,8 @@ HIDDEN_IN_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config
                   ".docker", ".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc")
 """Credential stores hidden by default, relative to $HOME (`paths.HOME_SECRETS` and the
 credential files); plus all of $TALARIA_HOME."""
-MAX_SEALED_ENTRIES = 4096
-"""Entries of one directory that a read-only path not yet created may keep writable (bwrap)."""
 PER_NS_PID_MAX = (6, 14)
 """First kernel with a pid_max per PID namespace."""
-BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +154,8 @@ COMMAND_LIMITS = Limits(memory_bytes=64 * 1024**3, processes=1024, cpu_seconds=3
 """Commands build and test software: address space for JIT runtimes, room for `make -j`."""
 
 
-def command_spec(writable: tuple[Path, ...], *, readonly: tuple[Path, ...] = (),
-                 hidden: tuple[Path, ...] = (), network: bool = False,
-                 tier: str | None = None) -> SandboxSpec:
+def command_spec(writable: tuple[Path, ...], *, readonly: tuple[Path, ...] = (), hidden:
+                 tuple[Path, ...] = (), network: bool = False, tier: str | None = None) -> SandboxSpec:
     """How a command the user has not seen runs: `writable` (the project) writable, the rest
     read-only, credential stores and `hidden` hidden, `readonly` kept as they are."""
     return SandboxSpec(writable=writable, network=network, limits=COMMAND_LIMITS,
@@ -167,7 +163,7 @@ def command_spec(writable: tuple[Path, ...], *, readonly: tuple[Path, ...] = (),
 
 
 def _noop() -> None:
-    pass
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +177,7 @@ class Prepared:
     """Call once the process has exited: removes the landlock tier's private TMPDIR."""
 
 
-def default_hidden(env: dict[str, str] | None = None) -> tuple[Path, ...]:
+def default_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """Credential stores under $HOME and $TALARIA_HOME (the same default as talaria.agent.config)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
@@ -280,12 +276,12 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
     # Only what lies in a writable dir needs protecting (the rest is read-only), and a
     # hidden path is protected already.
     readonly = sorted({r for r in map(os.path.realpath, spec.readonly)
-                       if any(_within(r, w) for w in writable)
-                       and not any(_within(r, h) for h in hidden)})
+                       if any(within(r, w) for w in writable)
+                       and not any(within(r, h) for h in hidden)})
     # The launcher's own files, should they sit under /tmp or a hidden dir (a venv in
     # $TALARIA_HOME): bwrap binds them back read-only, Landlock grants them read.
     runtime = {str(PACKAGE_ROOT), sys.prefix, sys.base_prefix}
-    exposed = sorted(p for p in runtime if any(_within(p, d) for d in ("/tmp", *hidden)))
+    exposed = sorted(p for p in runtime if any(within(p, d) for d in ("/tmp", *hidden)))
     tmpdir, cleanups = _tmpdir(spec, tier)
     limits = spec.limits
     group = None
@@ -293,7 +289,7 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
         group = sandbox_cgroup.create(limits.processes)
         if group is not None:
             cleanups.append(lambda: sandbox_cgroup.remove(group))
-    protect = _protect_mounts(readonly, writable, hidden) if tier == "bubblewrap" else []
+    protect = protect_mounts(readonly, writable, hidden) if tier == "bubblewrap" else []
     config = {"cgroup": group, "tier": tier, "limits": asdict(limits), "writable": writable,
               "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
               "tmp": [tmpdir] if tmpdir and tier != "bubblewrap" else [],
@@ -303,7 +299,9 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
         precompile(LAUNCHER.with_name(name))
     launch = [PYTHON, "-I", "-S", "-c", BOOT, json.dumps(config), "--", *argv]
     if tier == "bubblewrap":
-        launch = [*_bwrap_args(spec, writable, hidden, exposed, tmpdir, protect), "--", *launch]
+        size = limits.tmp_bytes if bwrap_sizes_tmpfs() else None
+        launch = [*bwrap_args(spec.network, size, writable, hidden, exposed, tmpdir, protect),
+                  "--", *launch]
     warnings = _warnings(tier, writable, hidden, group, readonly)
     return Prepared(launch, None, tier, tuple(warnings), _run_all(cleanups))
 
@@ -334,48 +332,6 @@ def _run_all(cleanups: list[Callable[[], None]]) -> Callable[[], None]:
     return run
 
 
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
-def _protect_mounts(readonly: list[str], writable: list[str],
-                    hidden: list[str]) -> list[tuple[str, list[str]]]:
-    """bwrap mounts that keep each `readonly` path (inside a writable dir) as it is.
-
-    An existing path is bound read-only onto itself: writes fail with EROFS, and a mount
-    point cannot be removed or renamed over (EBUSY), so `mv x .env`, `ln -sf`, `sed -i` and
-    `rm` fail too. Its directories up to the writable dir are bound onto themselves, so none
-    of them can be renamed away and recreated. A path that does not exist yet cannot be
-    mounted: its nearest existing directory turns read-only (no new entries) and each entry
-    already in it is bound back writable.
-    """
-    frozen, sealed, pinned = set(), set(), set()
-    for path in readonly:
-        base = next(w for w in writable if _within(path, w))
-        target = path
-        while not os.path.lexists(target):
-            target = os.path.dirname(target)
-        (frozen if target == path else sealed).add(target)
-        parent = os.path.dirname(target)
-        while _within(parent, base) and parent != base:
-            pinned.add(parent)
-            parent = os.path.dirname(parent)
-    reopened = set()
-    for directory in sealed:
-        with os.scandir(directory) as entries:
-            found = list(itertools.islice(entries, MAX_SEALED_ENTRIES + 1))
-        if len(found) > MAX_SEALED_ENTRIES:
-            raise SandboxError(f"{directory} has more than {MAX_SEALED_ENTRIES} entries: too "
-                               f"many to keep a rejected path in it from being created")
-        reopened |= {e.path for e in found if not e.is_symlink() and e.path not in hidden}
-    mounts = []
-    for path in sorted((pinned | reopened) - frozen - sealed):
-        if not any(_within(path, f) for f in frozen):
-            mounts.append((path, ["--bind", path, path]))
-    mounts += [(path, ["--ro-bind", path, path]) for path in sorted(frozen | sealed)]
-    return mounts
-
-
 def _warnings(tier: str, writable: list[str], hidden: list[str], group: str | None,
               readonly: list[str]) -> list[str]:
     if tier == "rlimits":
@@ -396,7 +352,7 @@ def _warnings(tier: str, writable: list[str], hidden: list[str], group: str | No
             out.append("sandbox: running as root without a PID namespace or a writable pids "
                        "cgroup: the process count is not limited (RLIMIT_NPROC does not apply "
                        "to root)")
-        inside = [p for p in (*hidden, *readonly) if any(_within(p, w) for w in writable)]
+        inside = [p for p in (*hidden, *readonly) if any(within(p, w) for w in writable)]
         if inside:
             out.append(f"sandbox: Landlock protects {inside} by keeping the directories that "
                        "lead to them from getting new entries")
@@ -412,37 +368,6 @@ def _kernel() -> tuple[int, int]:
         return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
     except ValueError:
         return (0, 0)
-
-
-def _bwrap_args(spec: SandboxSpec, writable: list[str], hidden: list[str],
-                exposed: list[str], tmpdir: str | None,
-                protect: list[tuple[str, list[str]]]) -> list[str]:
-    """bwrap options; mounts sorted by depth so that nested mounts land on top of outer ones
-    (a hidden dir inside the project, a writable staging dir under /tmp or a hidden dir)."""
-    size = ["--size", str(spec.limits.tmp_bytes)] if bwrap_sizes_tmpfs() else []
-    mounts: list[tuple[str, list[str]]] = [("/tmp", [*size, "--tmpfs", "/tmp"])]
-    if tmpdir and tmpdir != "/tmp":
-        mounts.append((tmpdir, [*size, "--tmpfs", tmpdir]))
-    mounts += [(w, ["--bind", w, w]) for w in writable]
-    seal = []  # read-only once the mount points of nested writable dirs exist in them
-    for h in hidden:
-        if os.path.isdir(h):
-            mounts.append((h, ["--tmpfs", h]))
-            seal += ["--remount-ro", h]
-        else:
-            mounts.append((h, ["--ro-bind", "/dev/null", h]))
-    mounts += [(path, ["--ro-bind", path, path]) for path in exposed]
-    mounts += protect
-    mounts.sort(key=lambda m: m[0].rstrip("/").count("/"))
-    args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc"]
-    for _, options in mounts:
-        args += options
-    args += seal
-    args += BWRAP_NAMESPACES
-    if not spec.network:
-        args.append("--unshare-net")
-    return [*args, "--die-with-parent"]
 
 
 _tmp_root: str | None = None

@@ -9,4 +9,6 @@
     records.py     the shape of a trajectories.jsonl line
     checkpoint.py  the run directory: atomic appends, checkpoint, crash recovery
     stats.py       statistics.json;  progress.py  the progress line on stderr
+
+May import the agent's live path (runtime, loop, store) and the tools.
 """

@@ -102,6 +102,8 @@ def _provider(config: Any, model: str | None) -> Any:
     from talaria.agent.runtime import make_provider
 
     key = (model or config.model, config.fallback_models)
+    if str(key[0]).startswith("replay:"):  # a recording is played once per task, from its start
+        return make_provider(config, model)
     if key not in _providers:
         _providers[key] = make_provider(config, model)
     return copy.copy(_providers[key])

@@ -7,6 +7,8 @@
     atif      one ATIF document (pretty JSON), or one per line for many   (atif.py)
 
 Every format goes through `redact.redact` last, so no exporter can forget it.
+
+May import the trajectory model and `talaria.tools` (redaction, the tool catalog).
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from talaria.agent.trajectories.load import load_trajectory, load_trajectory_file, write_transcript
 from talaria.agent.trajectories.model import TrajectoryNotFound, build
 from tests import TESTS
+from tests.helpers import check_golden
 
 GOLDEN = TESTS / "golden"
 FIXTURE = GOLDEN / "transcript.jsonl"
@@ -52,14 +52,6 @@ def fixture_trajectory():
     compactions = tuple(e | {"time": T0 + 11.0} for e in traj.compactions)
     return dataclasses.replace(traj, session_id="sess-golden", times=times, created_at=T0,
                                compactions=compactions, title="Fix the header colour")
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("TALARIA_UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"missing {path}; run with TALARIA_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; TALARIA_UPDATE_GOLDEN=1 to accept"
 
 
 @pytest.mark.parametrize(("fmt", "name"), [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from talaria.tools.sandbox import bwrap
 from talaria.tools.sandbox import tiers as sandbox
 from talaria.tools.sandbox.tiers import SandboxSpec, command_spec, prepare
 
@@ -158,7 +159,7 @@ def test_a_directory_too_big_to_seal_is_refused(tmp_path: Path, monkeypatch: pyt
     if "bubblewrap" not in TIERS:
         pytest.skip("bubblewrap does not work here")
     root = project(tmp_path)
-    monkeypatch.setattr(sandbox, "MAX_SEALED_ENTRIES", 2)  # the root has 3, sub/ 2
+    monkeypatch.setattr(bwrap, "MAX_SEALED_ENTRIES", 2)  # the root has 3, sub/ 2
     with pytest.raises(sandbox.SandboxError, match="more than 2 entries"):
         prepare(["true"], command_spec((root,), readonly=(root / "missing",)), tier="bubblewrap")
     prepare(["true"], command_spec((root,), readonly=(root / "sub" / "missing",)), tier="bubblewrap")
