@@ -8,4 +8,7 @@ official `mcp` SDK.
     specs.py       the ToolSpecs of a ready server (+ the resource tools)
     results.py     CallToolResult / resources as capped result dicts
     manager.py     McpManager: a session's servers on their own thread, a ToolSource
+
+Imports the `mcp` SDK (lazily, on the MCP thread), `talaria.tools` (registry, errors, procs)
+and `talaria.tools.web.spill`; nothing from `talaria.agent` or `talaria.acp_server`.
 """

@@ -6,4 +6,7 @@
     read.py      HTML -> markdown, PDF -> text                 pages.py  many URLs, cache, caps
     remote.py    Firecrawl / Tavily extraction                 spill.py  head + tail, saved texts
     web_search.py, web_extract.py: the tools themselves (offered only when configured).
+
+Imports httpx2 (what the `mcp` SDK uses), the extraction and PDF libraries (lazily) and `talaria.tools` (registry,
+context, errors); nothing from `talaria.agent` or `talaria.acp_server`.
 """

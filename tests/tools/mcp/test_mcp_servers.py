@@ -81,7 +81,8 @@ def test_the_server_gets_its_env_not_ours(tmp_path: Path, monkeypatch) -> None:
     assert me["openai"] is None and me["token"] == "t0k"  # model keys stay with the agent
     assert me["marker"] and me["pgid"] == me["pid"]  # its own group, marked as ours
     assert me["cwd"] == str(tmp_path)
-    assert not group_alive(me["pgid"])  # closed with the manager
+    # SIGKILLed when the manager closed; on a loaded machine the group takes a moment to die
+    assert wait_for(lambda: not group_alive(me["pgid"]))
 
 
 def test_a_server_that_hangs_at_start_is_given_up(tmp_path: Path) -> None:
@@ -191,7 +192,7 @@ def test_the_reference_filesystem_server_from_npm(tmp_path: Path) -> None:
 
     async def body(m: McpManager) -> None:
         names = [s.name for s in m.specs()]
-        assert "mcp__fs__read_text_file" in names and "mcp__fs__list_directory" in names
+        assert "mcp__fs__read_text_file" in names and "mcp__fs__list_directory" in names, m.status()
         read = await spec(m, "mcp__fs__read_text_file").handler({"path": str(notes)}, None)
         assert read == {"content": "hello from the project\n"}
         outside = await spec(m, "mcp__fs__read_text_file").handler({"path": "/etc/hostname"}, None)
