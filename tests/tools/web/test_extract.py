@@ -56,6 +56,18 @@ def test_each_url_fails_on_its_own(tmp_path: Path, web: PageServer) -> None:
     assert "169.254.169.254" in blocked["error"]
 
 
+def test_unreachable_and_unknown_hosts_are_errors_of_their_url(tmp_path: Path, web: PageServer) -> None:
+    from tests.tools.mcp.servers import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    refused, unknown, fine = anyio.run(extract_pages, state(tmp_path),
+                                       [closed, "http://no-such-host.invalid/", web.url("/article")])
+    assert refused["error"].startswith("could not connect: ConnectError") and refused["content"] == ""
+    assert refused["error"].count("\n") == 0  # one line
+    assert unknown["error"].startswith("cannot resolve 'no-such-host.invalid'")
+    assert "Tokio" in fine["content"]
+
+
 def test_a_slow_page_times_out_alone(tmp_path: Path) -> None:
     with PageServer(slow_s=5) as web:
         st = state(tmp_path, timeout=0.5, page_deadline=1.0)

@@ -72,6 +72,26 @@ def test_a_name_is_judged_by_every_address_it_resolves_to() -> None:
             anyio.run(Policy().resolve, spelling, 80)
 
 
+@pytest.mark.parametrize("answers", [
+    ["93.184.216.34", "10.0.0.7"],  # public and private: the private one could be reached
+    ["93.184.216.34", "::ffff:169.254.169.254"],  # metadata, spelt as IPv6
+    ["fd00::5"],
+])
+def test_a_name_resolving_to_any_private_address_is_refused(answers: list[str], monkeypatch,
+                                                             tmp_path: Path) -> None:
+    """DNS that points a public-looking name at this network (or rebinding to it) is refused
+    before any connection: every answer is judged, and connections use only judged answers."""
+    async def fake_getaddrinfo(host: str, port: int, **kwargs: object) -> list[tuple]:
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                 (a, port)) for a in answers]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fake_getaddrinfo)
+    with pytest.raises(BlockedURL, match="private, loopback or link-local"):
+        anyio.run(Policy().resolve, "innocent.example", 80)
+    (result,) = extract(state(tmp_path), "http://innocent.example/page")
+    assert "innocent.example' resolves to" in result["error"] and result["content"] == ""
+
+
 def test_loopback_is_blocked_by_default_and_never_contacted(tmp_path: Path) -> None:
     with PageServer() as web:
         direct = web.url("/article")

@@ -156,3 +156,33 @@ def test_the_tutorial_research_script_runs_end_to_end(fake_llm, tmp_path: Path, 
     again = execute(session, RESEARCH)
     assert output_json(again) == summaries
     assert web.hits - before == {"/searxng/search": 1, "/missing": 1}
+
+
+def test_a_cut_page_is_paged_with_read_file_without_asking(fake_llm, tmp_path: Path,
+                                                           web: PageServer) -> None:
+    session = web_session(fake_llm, tmp_path, web, mode="default")
+    asked: list[Any] = []
+
+    async def allow(ask: Any) -> str:
+        asked.append(ask.kind)
+        return "allow_once"
+
+    session.permissions.asker = allow
+    fake_llm.script([
+        {"tool_calls": [{"id": "e1", "name": "web_extract", "arguments": {"urls": [web.url("/huge")]}}]},
+        {"text": "It is long."},
+    ])
+    assert anyio.run(run_turn, session, "read it") == "end_turn"
+    (page,) = json.loads([m for m in fake_llm.requests[-1]["json"]["messages"]
+                          if m["role"] == "tool"][0]["content"])["results"]
+    saved = page["full_text_path"]
+    assert saved.startswith(str(tmp_path / ".home" / "cache" / "web"))  # $TALARIA_HOME/cache/web
+    fake_llm.script([
+        {"tool_calls": [{"id": "r1", "name": "read_file",
+                         "arguments": {"path": saved, "offset": 1700, "limit": 5}}]},
+        {"text": "Section found."},
+    ])
+    assert anyio.run(run_turn, session, "page it") == "end_turn"
+    result = [m for m in fake_llm.requests[-1]["json"]["messages"] if m["role"] == "tool"][-1]
+    assert "Section" in result["content"] and "error" not in json.loads(result["content"])
+    assert asked == ["fetch"]  # the page was asked for; reading what it saved was not
