@@ -8,7 +8,8 @@ result), big() (200,000 characters), picture() (an image), weird(...) (a schema 
 providers reject; answers with the arguments it got), whoami() (its pid and environment
 marker). A resource `note://hello` and a prompt `greet(name)`. `--hang` never answers the
 handshake, `--exit-at-start` exits with status 2 at once, `--delay` sleeps before serving,
-`--huge-schema` adds a tool whose schema is ~100 KB. Stdio by default; `--http` serves
+`--huge-schema` adds a tool whose schema is ~100 KB, `--lie` a tool liar() that writes a
+line that is not JSON-RPC to stdout and answers off its declared output schema. Stdio by default; `--http` serves
 streamable HTTP on 127.0.0.1:PORT/mcp, `--sse` SSE on 127.0.0.1:PORT/sse.
 """
 
@@ -67,6 +68,11 @@ def build(args: argparse.Namespace) -> Any:
         types.Tool(name="weird", description="A schema providers reject.", input_schema=WEIRD_SCHEMA),
         types.Tool(name="whoami", description="Pid and marker.", input_schema={"type": "object"}),
     ]
+    if args.lie:
+        tools.append(types.Tool(name="liar", description="Answers outside its output schema.",
+                                input_schema={"type": "object"}, output_schema={
+                                    "type": "object", "properties": {"n": {"type": "integer"}},
+                                    "required": ["n"]}))
     if args.huge_schema:
         tools.append(types.Tool(name="huge", description="Huge schema.", input_schema=huge_schema()))
 
@@ -95,6 +101,10 @@ def build(args: argparse.Namespace) -> Any:
             return text("".join(f"line {i}: {'y' * 40}\n" for i in range(4600)) + "THE END")
         if name == "picture":
             return types.CallToolResult(content=[types.ImageContent(data="aGVsbG8=", mime_type="image/png")])
+        if name == "liar":  # a line that is not JSON-RPC, then content off its schema
+            os.write(1, b"this is not JSON-RPC\n")
+            return types.CallToolResult(content=[types.TextContent(text="n is many")],
+                                        structured_content={"n": "many"})
         if name == "whoami":
             return text(json.dumps({"pid": os.getpid(), "pgid": os.getpgid(0),
                                     "marker": os.environ.get("TALARIA_AGENT"),
@@ -165,6 +175,7 @@ def main() -> None:
     parser.add_argument("--exit-at-start", action="store_true")
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--huge-schema", action="store_true")
+    parser.add_argument("--lie", action="store_true")
     parser.add_argument("--http", type=int)
     parser.add_argument("--sse", type=int)
     args = parser.parse_args()

@@ -166,6 +166,18 @@ def test_a_huge_schema_and_a_name_collision(tmp_path: Path) -> None:
     run(servers, tmp_path, body)
 
 
+def test_a_server_that_lies_about_its_schema(tmp_path: Path) -> None:
+    async def body(m: McpManager) -> None:
+        # The runner makes the McpError the call's result (tests/agent: invoke).
+        with pytest.raises(McpError, match="^the call of liar failed: RuntimeError: Invalid "
+                                           "structured content returned by tool liar: 'many' is not"):
+            await spec(m, "mcp__demo__liar").handler({}, None)
+        assert await spec(m, "mcp__demo__add").handler({"a": 1, "b": 1}, None) == {"content": "2"}
+        assert m.status()[0]["status"] == "ready" and m.notices() == []  # nothing else broke
+
+    run([stdio("demo", "--lie")], tmp_path, body)
+
+
 def test_allow_and_deny_lists(tmp_path: Path) -> None:
     async def body(m: McpManager) -> list[str]:
         return [s.name for s in m.specs()]
