@@ -124,3 +124,27 @@ def test_load_and_resume_start_the_servers_they_are_given(tmp_path: Path, fake_l
             ed.request(method, {"sessionId": sid, "cwd": str(ed.project),
                                 "mcpServers": [acp_entry(name)]})
             until_offered(ed, sid, fake_llm, f"mcp__{name}__echo")
+
+
+def test_http_and_sse_servers_from_the_editor(tmp_path: Path, fake_llm) -> None:
+    from tests.tools.mcp.servers import HttpServer
+
+    with HttpServer("remote") as http, HttpServer("stream", sse=True) as sse, \
+            Editor(tmp_path, fake_llm, permission="allow_once") as ed:
+        ed.initialize()
+        sid = ed.request("session/new", {"cwd": str(ed.project), "mcpServers": [
+            {"type": "http", "name": "remote", "url": http.url,
+             "headers": [{"name": "X-Test", "value": "1"}]},
+            {"type": "sse", "name": "stream", "url": sse.url, "headers": []}]})["sessionId"]
+        until_offered(ed, sid, fake_llm, "mcp__remote__echo")
+        until_offered(ed, sid, fake_llm, "mcp__stream__echo")
+        fake_llm.script([
+            {"tool_calls": [{"id": "h1", "name": "mcp__remote__echo", "arguments": {"text": "hi"}},
+                            {"id": "s1", "name": "mcp__stream__echo", "arguments": {"text": "yo"}}]},
+            {"text": "Both answered."},
+        ])
+        prompt_id = ed.send_prompt(sid, "echo")
+        assert ed.result(prompt_id, PATIENCE)["stopReason"] == "end_turn"
+        cards = check_turn(ed, sid, prompt_id)
+        assert final(cards["h1"])["content"][0]["content"]["text"] == "remote: hi"
+        assert final(cards["s1"])["content"][0]["content"]["text"] == "stream: yo"
