@@ -6,7 +6,7 @@
 Tools: add(a, b), echo(text), sleep(seconds), crash() (exits mid-call), fail() (an error
 result), big() (200,000 characters), picture() (an image), weird(...) (a schema full of what
 providers reject; answers with the arguments it got), whoami() (its pid and environment
-marker). A resource `note://hello` and a prompt `greet(name)`. `--hang` never answers the
+marker), grow() (adds a tool extraN and announces the change). A resource `note://hello` and a prompt `greet(name)`. `--hang` never answers the
 handshake, `--exit-at-start` exits with status 2 at once, `--delay` sleeps before serving,
 `--huge-schema` adds a tool whose schema is ~100 KB, `--lie` a tool liar() that writes a
 line that is not JSON-RPC to stdout and answers off its declared output schema. Stdio by default; `--http` serves
@@ -67,7 +67,12 @@ def build(args: argparse.Namespace) -> Any:
         types.Tool(name="picture", description="An image.", input_schema={"type": "object"}),
         types.Tool(name="weird", description="A schema providers reject.", input_schema=WEIRD_SCHEMA),
         types.Tool(name="whoami", description="Pid and marker.", input_schema={"type": "object"}),
+        types.Tool(name="grow", description="Add a tool (and say the list changed).",
+                   input_schema={"type": "object"}),
     ]
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+
+    bus = InMemorySubscriptionBus()
     if args.lie:
         tools.append(types.Tool(name="liar", description="Answers outside its output schema.",
                                 input_schema={"type": "object"}, output_schema={
@@ -105,6 +110,11 @@ def build(args: argparse.Namespace) -> Any:
             os.write(1, b"this is not JSON-RPC\n")
             return types.CallToolResult(content=[types.TextContent(text="n is many")],
                                         structured_content={"n": "many"})
+        if name == "grow":
+            tools.append(types.Tool(name=f"extra{len(tools)}", description="Grown.",
+                                    input_schema={"type": "object"}))
+            await bus.publish(ToolsListChanged())
+            return text("grown")
         if name == "whoami":
             return text(json.dumps({"pid": os.getpid(), "pgid": os.getpgid(0),
                                     "marker": os.environ.get("TALARIA_AGENT"),
@@ -134,7 +144,8 @@ def build(args: argparse.Namespace) -> Any:
 
     return Server(args.name, version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
                   on_list_resources=list_resources, on_read_resource=read_resource,
-                  on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+                  on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                  on_subscriptions_listen=ListenHandler(bus))
 
 
 async def serve_stdio(server: Any) -> None:

@@ -5,6 +5,8 @@
 open until `stop()` or until the server goes away. A start that takes longer than
 `start_timeout` is given up. `call()` and friends are used while it is ready; a call that is
 running when the server dies fails at once, saying how it died.
+When the server says its tools changed (a `subscriptions/listen` event on the 2026 protocol,
+`notifications/tools/list_changed` before it), they are listed again.
 
 What other threads read (`status`, `tools`, `error`) is only ever replaced whole, never
 mutated in place.
@@ -125,14 +127,54 @@ class Connection:
             from mcp_types import Implementation
 
             transport = await self._transport(stack)
+
+            async def on_message(message: Any) -> None:  # servers of the handshake era
+                # Not awaited here: listing from inside the client's receive loop would wait
+                # on an answer that loop has to deliver.
+                if type(message).__name__ == "ToolListChangedNotification":
+                    tg.start_soon(self._relist)
+
             client = await stack.enter_async_context(Client(
-                transport, mode="auto", cache=None,
+                transport, mode="auto", cache=None, message_handler=on_message,
                 client_info=Implementation(name="talaria", version="0.1.0")))
             self.listing = await _list(client)
             self._client = client
             self._set("ready")
+            tools = client.server_capabilities.tools
+            if tools is not None and tools.list_changed:
+                tg.start_soon(self._listen, client)
             assert self._stop is not None
             await self._stop.wait()
+
+    async def _listen(self, client: Any) -> None:
+        """Servers of the 2026 protocol announce changes on a `subscriptions/listen` stream
+        (older ones send a notification: `on_message`)."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    await self._relist()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # the stream dropped: the tools stay as they are
+            log.info("mcp %s: change events stopped: %s", self.spec.name, describe(exc))
+
+    async def _relist(self) -> None:
+        """The server said its tools changed: list them again; they are offered from the
+        next model call (a failed listing keeps the old tools)."""
+        client = self._client
+        if client is None or self.status != "ready":
+            return
+        try:
+            with anyio.fail_after(self.call_timeout):
+                listing = await _list(client)
+        except Exception as exc:
+            log.warning("mcp %s: listing its changed tools failed: %s", self.spec.name, describe(exc))
+            return
+        if self._client is client and self.status == "ready":
+            self.listing = listing
+            self._set("ready")  # the manager rebuilds the server's tools
 
     async def _on_exit(self, stdio: StdioServer, scope: anyio.CancelScope) -> None:
         await stdio.exited.wait()

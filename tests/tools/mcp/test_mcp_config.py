@@ -96,7 +96,7 @@ command = "/no/such/server"
 
         assert anyio.run(use) == "end_turn"
         shown = recorded(session).of("TextChunk")[0].text
-        assert "- notes (config, stdio): ready, 9 tools; prompts: greet" in shown
+        assert "- notes (config, stdio): ready, 10 tools; prompts: greet" in shown
         assert "- broken (config, stdio): failed, 0 tools (command not found: /no/such/server)" in shown
         user = [m for m in fake_llm.requests[0]["json"]["messages"] if m["role"] == "user"]
         assert user[-1]["content"] == "Write a haiku greeting Ada."

@@ -125,7 +125,7 @@ def test_a_crash_mid_call_fails_that_call_and_the_server_comes_back(tmp_path: Pa
         (notice,) = m.notices()
         assert "'demo' (editor) stopped: exited with status 3" in notice
         await wait_async(lambda: any(s.name == "mcp__demo__add" for s in m.specs()))  # next use
-        assert m.notices() == ["MCP server 'demo' is back (9 tools)."]
+        assert m.notices() == ["MCP server 'demo' is back (10 tools)."]
         assert await spec(m, "mcp__demo__add").handler({"a": 1, "b": 1}, None) == {"content": "2"}
 
     run([stdio("demo")], tmp_path, body)
@@ -177,6 +177,17 @@ def test_a_server_that_lies_about_its_schema(tmp_path: Path) -> None:
         assert m.status()[0]["status"] == "ready" and m.notices() == []  # nothing else broke
 
     run([stdio("demo", "--lie")], tmp_path, body)
+
+
+def test_a_changed_tool_list_is_listed_again(tmp_path: Path) -> None:
+    async def body(m: McpManager) -> None:
+        assert await spec(m, "mcp__demo__grow").handler({}, None) == {"content": "grown"}
+        await wait_async(lambda: any(s.name.startswith("mcp__demo__extra") for s in m.specs()))
+        grown = next(s for s in m.specs() if s.name.startswith("mcp__demo__extra"))
+        assert await grown.handler({}, None) == {"content": "{}"}  # and it can be called
+        assert m.notices() == [] and m.status()[0]["status"] == "ready"
+
+    run([stdio("demo")], tmp_path, body)
 
 
 def test_allow_and_deny_lists(tmp_path: Path) -> None:
