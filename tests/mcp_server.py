@@ -113,7 +113,8 @@ def build(args: argparse.Namespace) -> Any:
         if name == "grow":
             tools.append(types.Tool(name=f"extra{len(tools)}", description="Grown.",
                                     input_schema={"type": "object"}))
-            await bus.publish(ToolsListChanged())
+            await bus.publish(ToolsListChanged())  # the 2026 protocol's listen streams
+            await ctx.session.send_tool_list_changed()  # servers of the handshake era
             return text("grown")
         if name == "whoami":
             return text(json.dumps({"pid": os.getpid(), "pgid": os.getpgid(0),

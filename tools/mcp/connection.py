@@ -38,6 +38,9 @@ SETTLE_S = 2.0
 """After a server died mid-call, how long the call waits for the session to take note."""
 MAX_PAGES = 20
 """Pages of a paginated list read from one server."""
+CONNECT_MODE = "auto"
+"""The SDK's protocol negotiation: the 2026 protocol when the server has it, else the
+initialize handshake (tests force "legacy" to check the older servers' path)."""
 
 
 def _import_sdk() -> None:
@@ -135,7 +138,7 @@ class Connection:
                     tg.start_soon(self._relist)
 
             client = await stack.enter_async_context(Client(
-                transport, mode="auto", cache=None, message_handler=on_message,
+                transport, mode=CONNECT_MODE, cache=None, message_handler=on_message,
                 client_info=Implementation(name="talaria", version="0.1.0")))
             self.listing = await _list(client)
             self._client = client

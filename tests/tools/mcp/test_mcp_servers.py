@@ -179,7 +179,12 @@ def test_a_server_that_lies_about_its_schema(tmp_path: Path) -> None:
     run([stdio("demo", "--lie")], tmp_path, body)
 
 
-def test_a_changed_tool_list_is_listed_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("era", ["auto", "legacy"], ids=["listen-stream", "notification"])
+def test_a_changed_tool_list_is_listed_again(tmp_path: Path, era: str, monkeypatch) -> None:
+    from talaria.tools.mcp import connection
+
+    monkeypatch.setattr(connection, "CONNECT_MODE", era)
+
     async def body(m: McpManager) -> None:
         assert await spec(m, "mcp__demo__grow").handler({}, None) == {"content": "grown"}
         await wait_async(lambda: any(s.name.startswith("mcp__demo__extra") for s in m.specs()))
