@@ -117,6 +117,19 @@ def announce(server: AcpServer, session: Session, *, plan: bool = False) -> Any:
     return send
 
 
+def environment(config: Config, base: Any, session_id: str) -> Any:
+    """The configured execution environment around `base` (started at its first tool call);
+    a table that does not check out leaves the session on local, with a warning."""
+    from talaria.agent.runtime import environment_workspace
+    from talaria.tools.errors import EnvError
+
+    try:
+        return environment_workspace(config, base, session_id)
+    except EnvError as exc:
+        log.warning("%s; this session runs on local", exc)
+        return environment_workspace(config, base, session_id, "local")
+
+
 async def queued(session: Session, ahead: int) -> None:
     """The notice a prompt gets when it waits for the running turn."""
     from talaria.agent.events import Notice

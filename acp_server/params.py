@@ -46,6 +46,16 @@ def cwd_param(params: dict[str, Any]) -> Path:
     return cwd
 
 
+def mcp_servers_param(params: dict[str, Any]) -> list[Any]:
+    """The `mcpServers` of session/new, load or resume as `ServerSpec`s (absent or null: none)."""
+    from talaria.tools.mcp.settings import from_acp
+
+    try:
+        return from_acp(params.get("mcpServers"))
+    except ValueError as exc:
+        raise RpcError.invalid_params(f"`mcpServers`: {exc}") from None
+
+
 def parse_cursor(cursor: str) -> tuple[float, str]:
     """`updated_at/id` of the last session of the previous page (see Store.list_sessions)."""
     stamp, _, session_id = cursor.partition("/")

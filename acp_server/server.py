@@ -15,7 +15,7 @@ import anyio
 
 from talaria.acp_server import lifecycle
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
-from talaria.acp_server.params import cwd_param, param, parse_cursor, quoted
+from talaria.acp_server.params import cwd_param, mcp_servers_param, param, parse_cursor, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
@@ -87,7 +87,7 @@ class AcpServer:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 # `fork` is unstable in ACP v1: clients that do not know it ignore it.
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {},
                                         "fork": {}},
@@ -127,7 +127,8 @@ class AcpServer:
         return session
 
     def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
-               session_id: str | None = None, history: list[Any] | None = None) -> Session:
+               session_id: str | None = None, history: list[Any] | None = None,
+               mcp_servers: list[Any] | None = None) -> Session:
         from talaria.acp_server.door import AcpDoor
         from talaria.acp_server.editor_workspace import EditorWorkspace
         from talaria.agent.permissions import MODES
@@ -139,7 +140,7 @@ class AcpServer:
         if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
             mode = self.config.mode if self.config.mode in MODES else "default"
         session_id = session_id or new_session_id()
-        workspace = self._environment(
+        workspace = lifecycle.environment(self.config,
             EditorWorkspace(self.peer, session_id, self.client_capabilities, LocalWorkspace(cwd)),
             session_id)
         door = AcpDoor(
@@ -154,32 +155,21 @@ class AcpServer:
         session = new_session(
             self.config, cwd=cwd, door=door, provider=provider, store=self.store, mode=mode,
             session_id=session_id, history=history, kernels=self._kernels, prestart=True,
+            mcp_servers=mcp_servers,
         )
         self.sessions[session.id] = session
         return session
 
-    def _environment(self, base: Any, session_id: str) -> Any:
-        """The configured execution environment around `base` (started at its first tool
-        call); a table that does not check out leaves the session on local, with a warning."""
-        from talaria.agent.runtime import environment_workspace
-        from talaria.tools.errors import EnvError
-
-        try:
-            return environment_workspace(self.config, base, session_id)
-        except EnvError as exc:
-            log.warning("%s; this session runs on local", exc)
-            return environment_workspace(self.config, base, session_id, "local")
-
     async def new_session(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
-        session = self._build(cwd, model=None)
+        session = self._build(cwd, model=None, mcp_servers=mcp_servers_param(params))
         return Reply({"sessionId": session.id, **self._state(session)}, then=lifecycle.announce(self, session))
 
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
         session = self._restore(params)
-        tools = {t.name: t for t in session.tools}
+        tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
         for update in replay_updates(session.store.messages(session.id), tools,
                                      compaction_updates=self._client_compaction()):
@@ -196,6 +186,7 @@ class AcpServer:
 
         session_id = param(params, "sessionId")
         cwd = cwd_param(params)
+        servers = mcp_servers_param(params)
         if session_id in self.sessions:
             return self.sessions[session_id]
         record = self.store.get_session(session_id)
@@ -205,7 +196,7 @@ class AcpServer:
         history = self.store.messages(session_id, include_archived=False)
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
-                              session_id=session_id, history=history)
+                              session_id=session_id, history=history, mcp_servers=servers)
         session.title = record.title
         if (todos := last_todos(history)) is not None:
             session.tool_state.todos = todos  # the plan survives a restart

@@ -39,6 +39,8 @@ COMMANDS = {c.name: c for c in (
     Command("undo", "Put back the files the last turn changed"),
     Command("checkpoints", "List the checkpoints taken before turns changed files"),
     Command("restore", "Put the project's files back as they were at checkpoint N", "N"),
+    Command("mcp", "MCP servers: their state, tools and prompts; with SERVER PROMPT, run a "
+                   "server's prompt", "SERVER PROMPT [name=value ...]"),
 )}
 LIVE = frozenset({"steer", "queue"})
 """Commands that act on the running turn: run at once, never queued behind it."""
@@ -59,6 +61,15 @@ def parse(text: str) -> tuple[str, str] | None:
 
 async def run(session: Session, config: Config, name: str, arg: str) -> str:
     """Run a command; its reply goes to the user through the door. Returns the stop reason."""
+    if name == "mcp" and arg:  # a server's prompt becomes this turn's prompt
+        from talaria.agent.loop import run_turn
+        from talaria.agent.mcp_prompts import prompt_text
+
+        try:
+            text = await prompt_text(session, arg)
+        except ValueError as exc:
+            raise CommandError(f"/mcp: {exc}") from None
+        return await run_turn(session, text)
     reply = await _dispatch(session, config, name, arg)
     await session.door.emit(Notice(reply) if name in LIVE else TextChunk(reply))
     return "end_turn"
@@ -107,6 +118,10 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
             return await checkpoint_command(session, name, arg)
         except CheckpointError as exc:
             raise CommandError(str(exc)) from None
+    if name == "mcp":
+        from talaria.agent.mcp_prompts import describe_servers
+
+        return describe_servers(session)
     if name == "compact":
         from talaria.agent.context.compaction import compact_session, describe
 

@@ -15,10 +15,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from talaria.agent import config_checks as check
 from talaria.tools.execute_code.env import MODES as EXEC_MODES
 from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
+from talaria.tools.mcp.settings import CALL_TIMEOUT_S as MCP_CALL_TIMEOUT_S
+from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
+from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
+from talaria.tools.web.settings import EXTRACT_BACKENDS, SEARCH_BACKENDS
 
-SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "BRAVE_API_KEY",
+              "BRAVE_SEARCH_API_KEY", "TAVILY_API_KEY", "EXA_API_KEY", "FIRECRAWL_API_KEY")
 PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
 
@@ -40,78 +46,14 @@ VISION_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4", "claude", "gemini", "
                  "pixtral", "vision", "-vl", "vl-")
 
 
-def _names(name: str, value: Any) -> tuple[str, ...]:
-    """A list of strings; from the environment, comma-separated."""
-    if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{name} must be a list of strings, got {value!r}")
-    return tuple(value)
-
-
-def _positive(name: str, value: Any) -> Any:
-    """A positive int or float (the default's type); None stays None."""
-    if value is None:
-        return None
-    number = float(value) if name in FLOAT_SETTINGS else int(value)
-    if number <= 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
-    return number
-
-
-BOOLEANS = {"true": True, "1": True, "yes": True, "on": True,
-            "false": False, "0": False, "no": False, "off": False}
-
-
-def _boolean(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in BOOLEANS:
-        return BOOLEANS[value.strip().lower()]
-    raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
-def _choice(*choices: str | None) -> Callable[[str, Any], Any]:
-    def check(name: str, value: Any) -> Any:
-        if value not in choices:
-            shown = ", ".join(c for c in choices if c is not None)
-            raise ValueError(f"{name} must be one of {shown}, got {value!r}")
-        return value
-    return check
-
-
-def _mode(name: str, value: Any) -> str:
-    from talaria.agent.modes import normalize_mode
-
-    return normalize_mode(value)
-
-
-def _seconds_or_off(name: str, value: Any) -> float:
-    """Seconds, 0 meaning off."""
-    seconds = float(value)
-    if seconds < 0:
-        raise ValueError(f"{name} must be 0 (off) or a number of seconds, got {value!r}")
-    return seconds
-
-
-def _share(name: str, value: Any) -> float:
-    share = float(value)
-    if not 0.1 <= share <= 1.0:
-        raise ValueError(f"{name} must be between 0.1 and 1.0, got {value!r}")
-    return share
-
-
-def _text(name: str, value: Any) -> Any:
-    return value
-
-
-def setting(default: Any, env: str, doc: str, coerce: Callable[[str, Any], Any] = _text) -> Any:
+def setting(default: Any, env: str, doc: str, coerce: Callable[[str, Any], Any] = check.text) -> Any:
     """A Config field that is a user setting: its default (the only one), its environment
     variable, what it means, and how a raw value (text from the environment) is checked."""
     return field(default=default, metadata={"env": env, "doc": doc, "coerce": coerce})
 
 
-FLOAT_SETTINGS = frozenset({"exec_timeout"})
+TABLES = ("web", "mcp")
+"""`[web] search = "brave"` in config.toml is the setting `web_search`, and so on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,67 +62,67 @@ class Config:
     model: str | None = setting(
         None, "TALARIA_MODEL", "Model as provider:model, e.g. openai:gpt-4.1.")
     fallback_models: tuple[str, ...] = setting(
-        (), "TALARIA_FALLBACK_MODELS", "Models tried after retries fail.", _names)
-    max_turns: int = setting(90, "TALARIA_MAX_TURNS", "Model calls allowed per prompt.", _positive)
+        (), "TALARIA_FALLBACK_MODELS", "Models tried after retries fail.", check.names)
+    max_turns: int = setting(90, "TALARIA_MAX_TURNS", "Model calls allowed per prompt.", check.positive)
     mode: str = setting(
         "default", "TALARIA_MODE",
         "Permission mode: default, accept_edits, plan, auto, dont_ask or bypass (Claude Code's "
-        "acceptEdits, dontAsk, bypassPermissions too).", _mode)
+        "acceptEdits, dontAsk, bypassPermissions too).", check.mode)
     sensitive_paths: tuple[str, ...] = setting(
         (), "TALARIA_SENSITIVE_PATHS",
         "More globs whose reading asks, added to the built-in list (e.g. *.tfstate, ~/.vault-token).",
-        _names)
+        check.names)
     sandbox_network: bool = setting(
         False, "TALARIA_SANDBOX_NETWORK",
         "Let commands that run without a question (auto mode, allow always) use the network.",
-        _boolean)
+        check.boolean)
     context_window: int | None = setting(
-        None, "TALARIA_CONTEXT_WINDOW", "Context window override, in tokens.", _positive)
+        None, "TALARIA_CONTEXT_WINDOW", "Context window override, in tokens.", check.positive)
     reasoning_effort: str | None = setting(
         None, "TALARIA_REASONING_EFFORT", "low, medium or high, if supported.",
-        _choice(None, "low", "medium", "high"))
+        check.choice(None, "low", "medium", "high"))
     max_tokens: int = setting(
-        8192, "TALARIA_MAX_TOKENS", "Output tokens per model call.", _positive)
+        8192, "TALARIA_MAX_TOKENS", "Output tokens per model call.", check.positive)
     log_level: str = setting("INFO", "TALARIA_LOG_LEVEL", "Log level for stderr and logs/.")
     compact_threshold: float = setting(
         0.8, "TALARIA_COMPACT_THRESHOLD",
-        "Compact the context automatically at this share of the window.", _share)
+        "Compact the context automatically at this share of the window.", check.share)
     summary_model: str | None = setting(
         None, "TALARIA_SUMMARY_MODEL",
         "Model for compaction summaries (default: the session's model).")
     exec_mode: str = setting(
         EXEC_MODES[0], "TALARIA_EXEC_MODE",
         "execute_code: project (session cwd, project's python) or strict (staging dir).",
-        _choice(*EXEC_MODES))
+        check.choice(*EXEC_MODES))
     exec_timeout: float = setting(
         EXEC_TIMEOUT_S, "TALARIA_EXEC_TIMEOUT", "execute_code wall-clock limit, seconds.",
-        _positive)
+        check.positive)
     exec_env_passthrough: tuple[str, ...] = setting(
         (), "TALARIA_EXEC_ENV_PASSTHROUGH",
-        "Extra environment variables (names or globs) execute_code scripts may see.", _names)
+        "Extra environment variables (names or globs) execute_code scripts may see.", check.names)
     self_improvement: bool = setting(
         True, "TALARIA_SELF_IMPROVEMENT",
-        "Run the background review that saves skills and memories after a turn.", _boolean)
+        "Run the background review that saves skills and memories after a turn.", check.boolean)
     review_model: str | None = setting(
         None, "TALARIA_REVIEW_MODEL",
         "Model for the background review (default: the session's model, with the full replay).")
     skill_review_interval: int = setting(
         10, "TALARIA_SKILL_REVIEW_INTERVAL",
-        "Tool calls since the last skill write that trigger a skill review.", _positive)
+        "Tool calls since the last skill write that trigger a skill review.", check.positive)
     memory_review_interval: int = setting(
         6, "TALARIA_MEMORY_REVIEW_INTERVAL",
-        "User turns since the last memory write that trigger a memory review.", _positive)
+        "User turns since the last memory write that trigger a memory review.", check.positive)
     memory_chars: int = setting(
         2200, "TALARIA_MEMORY_CHARS", "Character cap of memories/MEMORY.md (agent notes).",
-        _positive)
+        check.positive)
     user_chars: int = setting(
-        1375, "TALARIA_USER_CHARS", "Character cap of memories/USER.md (user profile).", _positive)
+        1375, "TALARIA_USER_CHARS", "Character cap of memories/USER.md (user profile).", check.positive)
     project_skill_writes: bool = setting(
         False, "TALARIA_PROJECT_SKILL_WRITES",
-        "Let the agent change project skills (.talaria/skills, .agents/skills).", _boolean)
+        "Let the agent change project skills (.talaria/skills, .agents/skills).", check.boolean)
     skills_curate_days: int = setting(
         30, "TALARIA_SKILLS_CURATE_DAYS",
-        "`talaria skills curate` archives agent-written skills unused this many days.", _positive)
+        "`talaria skills curate` archives agent-written skills unused this many days.", check.positive)
     environment: str = setting(
         "local", "TALARIA_ENVIRONMENT",
         "Where commands run and files live: local, docker, ssh, singularity, modal, daytona, "
@@ -189,24 +131,55 @@ class Config:
         "dont_ask", "TALARIA_LSP_UNATTENDED_MODE",
         "talaria lsp, for editors that cannot ask (no window/showMessageRequest): the mode "
         "used unless initializationOptions.mode says otherwise.",
-        _choice("dont_ask", "plan", "accept_edits", "auto"))
+        check.choice("dont_ask", "plan", "accept_edits", "auto"))
     checkpoints: bool = setting(
         True, "TALARIA_CHECKPOINTS",
         "Snapshot the project before each turn's first change (/undo, /restore, talaria "
         "checkpoints); kept in $TALARIA_HOME/checkpoints, never in the project's own .git.",
-        _boolean)
+        check.boolean)
     subagent_concurrency: int = setting(
         3, "TALARIA_SUBAGENT_CONCURRENCY", "Subagents (delegate_task) running at once.",
-        _positive)
+        check.positive)
     subagent_max_turns: int = setting(
-        30, "TALARIA_SUBAGENT_MAX_TURNS", "Model calls each subagent may make.", _positive)
+        30, "TALARIA_SUBAGENT_MAX_TURNS", "Model calls each subagent may make.", check.positive)
     keepalive_s: float = setting(
         45.0, "TALARIA_KEEPALIVE_S",
         "Seconds of silence in a running turn before an empty text chunk keeps editor panels "
-        "with idle timeouts from dropping it; 0: off.", _seconds_or_off)
+        "with idle timeouts from dropping it; 0: off.", check.seconds_or_off)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`[environments.NAME]` tables: each environment's settings."""
+    web_search: str | None = setting(
+        None, "TALARIA_WEB_SEARCH",
+        "Search backend for web_search: searxng (needs web_endpoint or SEARXNG_URL), brave, "
+        "tavily, exa or firecrawl (keys: BRAVE_API_KEY, TAVILY_API_KEY, EXA_API_KEY, "
+        "FIRECRAWL_API_KEY). Unset: no web tools.", check.choice(None, *SEARCH_BACKENDS))
+    web_extract: str | None = setting(
+        None, "TALARIA_WEB_EXTRACT",
+        "How web_extract reads pages: local (fetched here), firecrawl or tavily. Unset: local, "
+        "offered with web_search.", check.choice(None, *EXTRACT_BACKENDS))
+    web_endpoint: str | None = setting(
+        None, "TALARIA_WEB_ENDPOINT",
+        "Base URL of the search backend: SearXNG's address, or another for the others.")
+    web_allow_networks: tuple[str, ...] = setting(
+        (), "TALARIA_WEB_ALLOW_NETWORKS",
+        "Private networks web_extract may fetch from (CIDRs, e.g. 127.0.0.0/8); by default "
+        "only public addresses.", check.networks)
+    web_cache_ttl: float = setting(
+        WEB_CACHE_TTL_S, "TALARIA_WEB_CACHE_TTL", "Seconds a fetched page is reused.", check.positive)
+    mcp_start_timeout: float = setting(
+        MCP_START_TIMEOUT_S, "TALARIA_MCP_START_TIMEOUT",
+        "Seconds an MCP server may take to start before it is given up.", check.positive)
+    mcp_call_timeout: float = setting(
+        MCP_CALL_TIMEOUT_S, "TALARIA_MCP_CALL_TIMEOUT", "Seconds one MCP tool call may take.",
+        check.positive)
+    mcp_script_tools: tuple[str, ...] = setting(
+        (), "TALARIA_MCP_SCRIPT_TOOLS",
+        "MCP tools execute_code scripts may call: globs over mcp__SERVER__TOOL names. None "
+        "by default.", check.names)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`[mcp_servers.NAME]` tables: command/args/env or url/headers, allow/deny (see
+    talaria.tools.mcp.settings)."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
@@ -306,7 +279,7 @@ def load_config(
     credentials = load_credentials(home)
     env = {**credentials, **env}
     path = home / "config.toml"
-    file_values = read_config_file(path)
+    file_values = _flatten(read_config_file(path), path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in FIELDS:
@@ -336,8 +309,27 @@ def load_config(
         check_name(values["environment"], environments)
     except EnvError as exc:
         raise ValueError(f"bad value for environment ({sources['environment']}): {exc}") from None
-    return Config(home=home, providers=providers, environments=environments, sources=sources,
-                  credentials=credentials, **values)
+    servers = file_values.get("mcp_servers", {})
+    if not isinstance(servers, dict) or not all(isinstance(t, dict) for t in servers.values()):
+        raise ValueError(f"{path}: [mcp_servers.NAME] must be tables (command = ... or url = ...)")
+    return Config(home=home, providers=providers, environments=environments,
+                  mcp_servers=servers, sources=sources, credentials=credentials, **values)
+
+
+def _flatten(values: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`[web] search = x` read as `web_search = x` (see TABLES); an unknown key is an error."""
+    out = dict(values)
+    for table in TABLES:
+        entries = out.pop(table, {})
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path}: [{table}] must be a table")
+        for key, value in entries.items():
+            if f"{table}_{key}" not in FIELD_NAMES:
+                known = ", ".join(sorted(n.removeprefix(f"{table}_") for n in FIELD_NAMES
+                                         if n.startswith(f"{table}_")))
+                raise ValueError(f"{path}: unknown key {key!r} in [{table}]; known: {known}")
+            out.setdefault(f"{table}_{key}", value)
+    return out
 
 
 def mask(secret: str) -> str:
@@ -371,6 +363,9 @@ def describe(config: Config, env: Mapping[str, str] | None = None) -> list[tuple
         key_env = table.get("api_key_env")
         if key_env:
             rows.append((f"providers.{name}.api_key", mask(env.get(key_env, "")), origin(key_env)))
+    for name, table in sorted(config.mcp_servers.items()):
+        where = table.get("command") or table.get("url") or "filters the editor's server"
+        rows.append((f"mcp_servers.{name}", str(where), "config.toml"))
     for name in SECRET_ENV:
         if env.get(name):
             rows.append((name, mask(env[name]), origin(name)))

@@ -79,6 +79,8 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
         take_steering(session)
+        for notice in session.tool_notices():  # an MCP server failed or came back
+            await emit(Notice(notice))
         used = max(session.last_usage, _count_context(session))
         if needs_compaction(session, used):
             await compact_session(session, reason="auto")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,9 +16,10 @@ from talaria.agent.session import Session
 from talaria.agent.skills.setup import attach as attach_learning
 from talaria.agent.skills.setup import prompt_sections
 from talaria.agent.store import Store
-from talaria.tools.builtin import DEFAULT_TOOLS, load_builtin_tools
+from talaria.tools.builtin import CORE_TOOLS, DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.clarify import NO_ANSWER
 from talaria.tools.execute_code.env import ExecSettings
+from talaria.tools.execute_code.tool import session_spec
 from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
@@ -25,7 +27,10 @@ from talaria.tools.state import ToolState
 if TYPE_CHECKING:
     from talaria.tools.environments.base import EnvWorkspace
     from talaria.tools.execute_code.pool import KernelPool
+    from talaria.tools.mcp.settings import ServerSpec
     from talaria.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 
 def open_store(config: Config) -> Store:
@@ -81,6 +86,7 @@ def new_session(
     history: list[Message] | None = None,
     kernels: KernelPool | None = None,
     prestart: bool = False,
+    mcp_servers: list[ServerSpec] | None = None,
 ) -> Session:
     """A new session, or with `history` a stored one brought back (store left as it is).
 
@@ -88,17 +94,32 @@ def new_session(
     (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
     `prestart`: start the execute_code kernel now (call on the event loop's thread), so the
     first script costs what a warm one does, and index the project for checkpoints.
+    `mcp_servers`: the editor's (ACP `mcpServers`); config's `[mcp_servers]` are added. They
+    start now, in the background.
     """
     registry = load_builtin_tools()
+    session_id = session_id or new_session_id()
+    tool_state = ToolState(
+        exec_settings=ExecSettings(
+            mode=config.exec_mode, timeout=config.exec_timeout,
+            env_passthrough=config.exec_env_passthrough,
+            cache_dir=config.home / "cache" / "exec",
+        ),
+        kernels=kernels,
+    )
+    names = _web_tools(config, tool_state, tool_names)
+    _mcp(config, tool_state, cwd, mcp_servers or [])
+    tools = [session_spec(tool_state) if spec.name == "execute_code" else spec
+             for spec in registry.select(list(names))]
     session = Session(
-        id=session_id or new_session_id(),
+        id=session_id,
         cwd=cwd,
         door=door,
         provider=provider,
-        tools=registry.select(list(tool_names)),
+        tools=tools,
         permissions=Permissions(
             roots=door.workspace.roots, mode=mode or config.mode, asker=door.ask,
-            read_roots=(config.home / "cache" / "exec",),
+            read_roots=tuple(config.home / "cache" / d for d in ("exec", "web", "mcp")),
             sensitive=Sensitive(Path.home(), config.home, config.sensitive_paths),
             network=config.sandbox_network,
         ),
@@ -109,14 +130,7 @@ def new_session(
         compact_threshold=config.compact_threshold,
         supports_images=config.supports_images(provider.name),
         reasoning_effort=config.reasoning_effort,
-        tool_state=ToolState(
-            exec_settings=ExecSettings(
-                mode=config.exec_mode, timeout=config.exec_timeout,
-                env_passthrough=config.exec_env_passthrough,
-                cache_dir=config.home / "cache" / "exec",
-            ),
-            kernels=kernels,
-        ),
+        tool_state=tool_state,
     )
     from talaria.tools.environments.base import environment_of
 
@@ -178,6 +192,64 @@ def _clarifier(session: Session, question: Clarifier) -> Clarifier:
         return await question(q)
 
     return ask
+
+
+def _web_tools(config: Config, state: ToolState, tool_names: tuple[str, ...]) -> tuple[str, ...]:
+    """Configure the web tools; returns `tool_names` with the web tools the configuration
+    offers, and without those it does not (a tool offered and then failing misleads)."""
+    from talaria.tools.web.settings import WEB_TOOLS, web_settings
+
+    names = tuple(n for n in tool_names if n not in WEB_TOOLS)
+    if config.web_search is None and config.web_extract is None:
+        return names
+    settings, problems = web_settings(
+        search=config.web_search, extract=config.web_extract, endpoint=config.web_endpoint,
+        allow=config.web_allow_networks, env=config.provider_env(),
+        cache_dir=config.home / "cache" / "web", cache_ttl=config.web_cache_ttl)
+    for problem in problems:
+        log.warning("web tools: %s", problem)
+    if settings is None:
+        return names
+    from talaria.tools.web.pages import WebState
+
+    # The default tool set gets every configured web tool; a chosen set (batch toolsets)
+    # only those it names.
+    offered = tuple(n for n in settings.tools() if tool_names in (CORE_TOOLS, DEFAULT_TOOLS) or n in tool_names)
+    if offered:
+        state.web = WebState(settings)
+        state.web.warm()
+        state.script_tools = offered
+    return (*names, *offered)
+
+
+def _mcp(config: Config, state: ToolState, cwd: Path, editor: list[ServerSpec]) -> None:
+    """Start the session's MCP servers (the editor's, then config's) in the background."""
+    if not editor and not config.mcp_servers:
+        return
+    from talaria.tools.mcp.manager import McpManager
+    from talaria.tools.mcp.settings import combine
+
+    try:
+        servers = combine(editor, config.mcp_servers)
+    except ValueError as exc:  # a bad [mcp_servers] table: the session goes on without them
+        log.warning("config.toml: %s", exc)
+        servers = list(editor)
+    manager = McpManager(
+        servers, cwd=cwd, start_timeout=config.mcp_start_timeout,
+        call_timeout=config.mcp_call_timeout, script_tools=config.mcp_script_tools,
+        cache_dir=config.home / "cache" / "mcp")
+    manager.start()
+    state.sources.append(manager)
+    state.cleanups["mcp"] = manager.close
+
+
+async def tools_ready(session: Session, timeout: float) -> None:
+    """Wait (at most `timeout` s) for tools still arriving (MCP servers starting): headless
+    runs want every tool from the first model call; editors do not wait."""
+    for source in session.tool_state.sources:
+        wait = getattr(source, "wait_ready", None)
+        if wait is not None:
+            await wait(timeout)
 
 
 def dangling_results(messages: list[Message]) -> list[Message]:

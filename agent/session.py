@@ -35,6 +35,7 @@ class Session:
     door: FrontDoor
     provider: Provider
     tools: list[ToolSpec]
+    """The session's own tools; `current_tools()` adds those of `tool_state.sources`."""
     permissions: Permissions
     store: Store | None
     # From configuration (and changed by options during the session):
@@ -100,11 +101,30 @@ class Session:
         if self.store is not None:
             self.store.append(self.id, message)
 
+    def current_tools(self) -> list[ToolSpec]:
+        """The tools offered now: the session's own, then what its sources (MCP servers)
+        offer at this moment. Asked at every model call, so the list may change between
+        calls; a source's tool never shadows one of the session's own."""
+        if not self.tool_state.sources:
+            return self.tools
+        tools = list(self.tools)
+        names = {spec.name for spec in tools}
+        for source in self.tool_state.sources:
+            for spec in source.specs():
+                if spec.name not in names:
+                    names.add(spec.name)
+                    tools.append(spec)
+        return tools
+
+    def tool_notices(self) -> list[str]:
+        """What the tool sources have to tell the user since the last call (once each)."""
+        return [text for source in self.tool_state.sources for text in source.notices()]
+
     def tool(self, name: str) -> ToolSpec | None:
-        return next((spec for spec in self.tools if spec.name == name), None)
+        return next((spec for spec in self.current_tools() if spec.name == name), None)
 
     def tool_definitions(self) -> list[dict[str, Any]]:
-        return [spec.definition() for spec in self.tools]
+        return [spec.definition() for spec in self.current_tools()]
 
     def nested_call_id(self) -> str:
         """An id for a tool call made from inside another (execute_code), unique per session."""

@@ -74,7 +74,7 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     if not isinstance(args, dict):
         return PlannedCall(call.id, call.name, {}, spec, (), "Arguments must be a JSON object.")
     if spec is None:
-        known = ", ".join(s.name for s in session.tools)
+        known = ", ".join(s.name for s in session.current_tools())
         return PlannedCall(call.id, call.name, args, None, (), f"Unknown tool {call.name!r}. Tools: {known}")
     missing = [k for k in spec.parameters.get("required", ()) if k not in args]
     if missing:
@@ -115,14 +115,14 @@ async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[
     results[p.id] = await finish(p, await execute(session, p, emit), emit)
 
 
-async def execute(session: Session, p: PlannedCall, emit: Emit) -> dict[str, Any]:
+async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool = False) -> dict[str, Any]:
     """Permission, then the handler; returns the tool's result dict."""
     if p.error or p.spec is None:
         return {"error": p.error or f"Unknown tool {p.name!r}"}
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
         state=session.tool_state, report=_reporter(p.id, emit),
-        call_tool=lambda name, args: call_nested(session, name, args),
+        call_tool=lambda name, args: call_nested(session, name, args), nested=nested,
     )
     decision = await session.permissions.decide(
         tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.title,
@@ -184,7 +184,7 @@ async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict
     await emit(started_event(p))
     result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}
     try:
-        result = await execute(session, p, emit)
+        result = await execute(session, p, emit, nested=True)
     finally:
         with anyio.CancelScope(shield=True):
             await finish(p, result, emit)
@@ -217,6 +217,8 @@ def _reporter(call_id: str, emit: Emit) -> Callable[[dict[str, Any]], Awaitable[
             await emit(ToolCallUpdated(call_id, content=(item,)))
         if "plan" in update:
             await emit(PlanUpdated(tuple(update["plan"])))
+        if isinstance(update.get("text"), str):  # e.g. the URLs a web call reads
+            await emit(ToolCallUpdated(call_id, content=({"type": "text", "text": update["text"]},)))
 
     return report
 
@@ -240,7 +242,7 @@ def display(result: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     if "error" in result:
         items.append({"type": "text", "text": str(result["error"])})
     elif not items:
-        text = result.get("content") or result.get("output")
+        text = result.get("_display") or result.get("content") or result.get("output")
         if not isinstance(text, str):
             text = render(result)
         if len(text) > DISPLAY_TEXT_LIMIT:

@@ -17,11 +17,13 @@ from benchmarks import (
     recall,
     stall,
     subagents,
+    web_mcp,
 )
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
-          **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS}
+          **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
+          **web_mcp.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 class CannedLLM:
     def __init__(self, text: str = "done", delay: float = 0.0) -> None:
         self.text, self.delay, self.served = text, delay, 0
+        self.requests: list[dict[str, Any]] = []
+        """Each request's JSON body, in order."""
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -24,15 +26,16 @@ class CannedLLM:
                 return None
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.requests.append(json.loads(body or b"{}"))
                 time.sleep(owner.delay)
                 owner.served += 1
-                body = owner.stream().encode()
+                answer = owner.stream().encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(answer)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

@@ -18,14 +18,14 @@ from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Finish, ToolCallRequest
 from talaria.agent.session import Session
-from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.builtin import DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.registry import ToolSpec
 
 
 def prompt_overhead() -> Iterator[dict[str, Any]]:
     registry = load_builtin_tools()
-    defs = registry.definitions(list(CORE_TOOLS))
+    defs = registry.definitions(list(DEFAULT_TOOLS))
     prompt = system_prompt(Path("/home/user/project"))
     # Count the definitions as OpenAI sends them (function wrapper included).
     wire = [{"type": "function", "function": d} for d in defs]

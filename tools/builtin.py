@@ -30,5 +30,6 @@ def load_builtin_tools() -> Registry:
     )
     from talaria.tools.execute_code import tool  # noqa: F401
     from talaria.tools.skills import tools as skill_tools  # noqa: F401
+    from talaria.tools.web import web_extract, web_search  # noqa: F401  (offered when configured)
 
     return REGISTRY

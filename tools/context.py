@@ -33,6 +33,8 @@ class ToolContext:
     """Set when the user has not seen this call: the processes it starts run confined by it."""
     conceal: Callable[[Path], bool] | None = None
     """Paths whose contents this call must not show (secrets it was not allowed to target)."""
+    nested: bool = False
+    """The call comes from a script (execute_code), not straight from the model."""
 
     @property
     def cwd(self) -> Path:

@@ -8,7 +8,11 @@ model sees. Defined here, in the lowest layer, so every layer can subclass `Tala
     │   ├── KernelError          execute_code's interpreter could not start     [here]
     │   ├── EnvError             an execution environment cannot start, is misconfigured,
     │   │                        or its connection dropped (talaria.tools.environments) [here]
-    │   └── SandboxError         no sandbox tier can confine the child as asked [here]
+    │   ├── SandboxError         no sandbox tier can confine the child as asked [here]
+    │   ├── WebError             a page cannot be fetched or read (blocked address, too
+    │   │                        large, bad content type); per URL in web_extract [here]
+    │   └── McpError             an MCP server cannot answer (not running, crashed,
+    │                            timed out)                                     [here]
     ├── ProviderError            a model call failed; its classified tree (auth, rate limit,
     │                            overflow, ...) is drawn in talaria.agent.providers.errors
     └── PeerError                the other end of a JSON-RPC connection gave no answer
@@ -25,6 +29,7 @@ Where each is converted (nowhere else):
                            task record: talaria.agent.trajectories.batch.worker
     PeerError, RpcError from the editor -> WorkspaceError: talaria.acp_server.editor_workspace
     SandboxError        -> KernelError: talaria.tools.execute_code.kernel (the kernel's start)
+    WebError            -> that URL's `error` in web_extract's results: talaria.tools.web.pages
 """
 
 from __future__ import annotations
@@ -54,3 +59,11 @@ class EnvError(WorkspaceError):
 
 class SandboxError(ToolError):
     """A forced tier is not available here, or the spec is unusable (missing writable dir)."""
+
+
+class WebError(ToolError):
+    """A web page cannot be fetched or read; web_extract reports it for that URL only."""
+
+
+class McpError(ToolError):
+    """An MCP server cannot answer a call (not running, crashed mid-call, timed out)."""

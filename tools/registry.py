@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # ACP tool kinds.
 KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
@@ -66,6 +66,24 @@ class ToolSpec:
             return self.title(args)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             return self.name  # a malformed argument must not break the card
+
+
+class ToolSource(Protocol):
+    """Tools that come and go during a session (an MCP server's, once it is up): a session
+    asks its sources at every model call, so the tools offered can change between calls."""
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools offered now."""
+        ...
+
+    def script_specs(self) -> list[ToolSpec]:
+        """Those of `specs()` that execute_code scripts may call."""
+        ...
+
+    def notices(self) -> list[str]:
+        """What the user should be told since the last call (a server failed, came back);
+        each notice is returned once."""
+        ...
 
 
 @dataclass(slots=True)

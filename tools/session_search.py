@@ -15,11 +15,10 @@ from talaria.tools.registry import tool
 @tool(
     name="session_search",
     description=(
-        "Search what was said in past sessions of this project (FTS5; no model call). "
-        "Discovery: query (words all match; \"a phrase\", OR, NOT, prefix*), limit (1-10), "
-        "sort newest|oldest -> sessions with a snippet and the messages around the match. "
-        "Scroll: session_id + around_message_id (+ window) -> the messages around it. "
-        "No arguments: recent sessions. scope=\"all\" searches every project."
+        "Search past sessions of this project (no model call). query (all words match; "
+        "\"phrase\", OR, NOT, prefix*), limit, sort newest|oldest -> sessions with a snippet and "
+        "the messages around the match; session_id + around_message_id (+ window) scrolls from "
+        "there; scope=\"all\": every project."
     ),
     parameters={
         "type": "object",
@@ -30,7 +29,7 @@ from talaria.tools.registry import tool
             "session_id": {"type": "string"},
             "around_message_id": {"type": "integer"},
             "window": {"type": "integer", "default": 5},
-            "role_filter": {"type": "string", "description": "comma-separated: user,assistant,tool"},
+            "role_filter": {"type": "string"},
             "scope": {"type": "string", "enum": ["project", "all"]},
         },
     },

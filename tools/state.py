@@ -16,7 +16,9 @@ from talaria.tools.handoffs import Clarifier, Delegate
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
     from talaria.tools.memory_store import MemoryState
+    from talaria.tools.registry import ToolSource
     from talaria.tools.skills.state import SkillsState
+    from talaria.tools.web.pages import WebState
 
 
 @dataclass(slots=True)
@@ -42,6 +44,13 @@ class ToolState:
     nobody can be asked."""
     delegate: Delegate | None = None
     """Runs `delegate_task`'s subagents (set by the runtime: tools cannot build sessions)."""
+    script_tools: tuple[str, ...] = ()
+    """Registered tools beyond execute_code's own list that scripts may call (the web tools,
+    when the session offers them)."""
+    web: WebState | None = None
+    """The web tools' settings and page cache; None: no web tool is offered."""
+    sources: list[ToolSource] = field(default_factory=list)
+    """Tools that come and go (MCP servers): offered while they are up."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 

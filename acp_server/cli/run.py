@@ -153,6 +153,7 @@ async def run_task(
         new_session,
         new_session_id,
         open_store,
+        tools_ready,
     )
     from talaria.agent.skills.review import after_turn
     from talaria.tools.local.workspace import LocalWorkspace
@@ -168,6 +169,7 @@ async def run_task(
         session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
                               store=store, mode="bypass" if yes else None, prestart=True,
                               session_id=session_id)
+        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
         reason = await run_turn(session, prompt)
         # The answer is printed; a due background review runs now, its notices after it.
         if (review := after_turn(session, config)) is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.acp_harness import Editor
 
 COMMANDS = {"compact", "model", "mode", "context", "clear", "skills", "steer", "queue", "undo",
-            "checkpoints", "restore"}
+            "checkpoints", "restore", "mcp"}
 
 
 def test_initialize_answers_v1_with_capabilities_info_and_a_terminal_auth_method(tmp_path: Path, fake_llm) -> None:

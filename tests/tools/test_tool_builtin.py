@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
-from talaria.tools.builtin import CORE_TOOLS, load_builtin_tools
+from talaria.tools.builtin import CORE_TOOLS, DEFAULT_TOOLS, load_builtin_tools
 
-# Tool definitions ride along in every request: keep them near 1,400 tokens (~4 chars each).
-MAX_DEFINITION_CHARS = 5_600
+# Tool definitions ride along in every request: the core set near 1,600 tokens (~4 chars
+# each), with skills and memory near 2,200, so a request's fixed part stays under 2,500.
+MAX_DEFINITION_CHARS = 6_400
+MAX_DEFAULT_DEFINITION_CHARS = 8_800
 
 
 def test_core_tools_registered_with_specs() -> None:
@@ -33,5 +35,7 @@ def test_core_tools_registered_with_specs() -> None:
 def test_definitions_are_small() -> None:
     defs = load_builtin_tools().definitions(list(CORE_TOOLS))
     assert len(json.dumps(defs)) <= MAX_DEFINITION_CHARS
+    every = load_builtin_tools().definitions(list(DEFAULT_TOOLS))
+    assert len(json.dumps(every)) <= MAX_DEFAULT_DEFINITION_CHARS
     for d in defs:
         assert d["parameters"]["type"] == "object"

@@ -11,7 +11,8 @@ there is no path anyone else could connect to):
 
     agent -> kernel   {"op": "init", "stubs": SOURCE, "idle": SECONDS, "path": [DIR, ...],
                        "site_now": BOOL}
-                      {"op": "run", "cell": N, "code": SOURCE, "marker": HEX}
+                      {"op": "run", "cell": N, "code": SOURCE, "marker": HEX,
+                       "stubs"?: SOURCE (a new hermes_tools, loaded before the cell)}
                       {"op": "result", "id": K, "result": {...}}  or  {..., "error": "..."}
     kernel -> agent   {"op": "call", "id": K, "cell": N, "tool": NAME, "args": {...}}
                       {"op": "done", "cell": N, "exit_code": INT, "error": "Type: msg" | null}
@@ -161,6 +162,8 @@ def format_error(exc: BaseException) -> str:
 
 def run_cell(chan: Channel, namespace: dict, frame: dict) -> None:
     chan.cell = frame["cell"]
+    if "stubs" in frame:  # the tools scripts may call changed (an MCP server came up)
+        load_stubs(chan, frame["stubs"])
     name = f"<script {chan.cell}>"
     source = SOURCES[name] = frame["code"]
     exit_code, error = 0, None

@@ -87,6 +87,8 @@ class Kernel:
     cleanup: Callable[[], None] | None = None
     """The sandbox's, for once the process has exited."""
     record: procs.Record | None = None
+    stubs: str = ""
+    """The `hermes_tools` source the kernel holds; a cell given another one reloads it."""
     last_used: float = field(default_factory=time.monotonic)
     busy: bool = False
     cells: int = 0
@@ -142,7 +144,7 @@ class Kernel:
         kernel = cls(proc, parent, PipeReader(proc.stdout), PipeReader(proc.stderr),
                      prepared.tier, fingerprint(settings, cwd, env), scratch, tag,
                      tuple(warnings) + tuple(prepared.warnings), prepared.cleanup,
-                     procs.track(proc.pid, "execute_code"))
+                     procs.track(proc.pid, "execute_code"), stubs)
         path = [] if strict else [str(workdir)]
         init = {"op": "init", "stubs": stubs, "idle": settings.idle_s, "path": path,
                 "site_now": ahead}
@@ -174,8 +176,10 @@ class Kernel:
         return self.proc.poll() is None and self.sock.fileno() >= 0
 
     async def run(self, code: str, settings: ExecSettings, dispatch: Dispatch,
-                  allowed: frozenset[str], spill: Path) -> Cell:
-        """Run one cell under the timeout, answering its tool calls through `dispatch`."""
+                  allowed: frozenset[str], spill: Path, stubs: str | None = None) -> Cell:
+        """Run one cell under the timeout, answering its tool calls through `dispatch`.
+        `stubs`: the `hermes_tools` source for this cell, when the tools a script may call
+        changed since the kernel started (an MCP server came up)."""
         self.busy, self.cells = True, self.cells + 1
         started = time.monotonic()
         marker = f"\x00<end {secrets.token_hex(8)}>\x00".encode()
@@ -190,7 +194,7 @@ class Kernel:
                     tg.start_soon(self.out.until, cell.stdout)
                     tg.start_soon(self.err.until, cell.stderr)
                     done = await self._serve(cell, marker, code, settings.max_tool_calls,
-                                             dispatch, allowed)
+                                             dispatch, allowed, stubs)
                     with anyio.move_on_after(MARKER_WAIT_S if done else 0):
                         await self.out.finished.wait()
                         await self.err.finished.wait()
@@ -220,12 +224,15 @@ class Kernel:
         return cell
 
     async def _serve(self, cell: Cell, marker: bytes, code: str, max_calls: int,
-                     dispatch: Dispatch, allowed: frozenset[str]) -> dict[str, Any] | None:
+                     dispatch: Dispatch, allowed: frozenset[str],
+                     stubs: str | None) -> dict[str, Any] | None:
         """Send the cell, then answer frames until its `done` (returned) or the end of the
         channel (None)."""
+        frame = {"op": "run", "cell": self.cells, "code": code, "marker": marker.decode()}
+        if stubs is not None and stubs != self.stubs:
+            frame["stubs"] = self.stubs = stubs
         try:
-            await self.send({"op": "run", "cell": self.cells, "code": code,
-                             "marker": marker.decode()})
+            await self.send(frame)
             return await self._answer(cell, max_calls, dispatch, allowed)
         except OSError:  # the kernel is gone
             return None

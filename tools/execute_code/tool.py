@@ -31,7 +31,8 @@ from talaria.tools.registry import REGISTRY, ToolSpec, tool
 from talaria.tools.state import ToolState
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
-"""Tools a script may call; never execute_code itself."""
+"""Tools every script may call; never execute_code itself. A session adds the web tools it
+offers (`ToolState.script_tools`) and the MCP tools config allow-lists (its `sources`)."""
 MiB = 1024 * 1024
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,41 @@ def stub_source(names: tuple[str, ...]) -> str:
 
 @functools.cache
 def _description() -> str:
+    return _describe(_specs(EXEC_TOOLS))
+
+
+def _describe(specs: list[ToolSpec]) -> str:
     return stubs.describe(
-        _specs(EXEC_TOOLS),
-        {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT},
-    )
+        specs, {"timeout": TIMEOUT_S, "tool_calls": MAX_TOOL_CALLS, "stdout": STDOUT_LIMIT})
+
+
+def script_specs(state: ToolState) -> list[ToolSpec]:
+    """The tools this session's scripts may call now: the fixed list, the session's web
+    tools, and the MCP tools config allow-lists that are up."""
+    specs = _specs(EXEC_TOOLS + state.script_tools)
+    for source in state.sources:
+        specs += source.script_specs()
+    return specs
+
+
+def session_spec(state: ToolState) -> ToolSpec:
+    """execute_code as one session offers it: its description lists that session's script
+    tools (which may change while it runs)."""
+    spec = REGISTRY.get("execute_code")
+    assert spec is not None
+
+    def text() -> str:
+        specs = script_specs(state)
+        return _description() if len(specs) == len(EXEC_TOOLS) else _describe(specs)
+
+    return replace(spec, description=text)
+
+
+def _stubs(specs: list[ToolSpec]) -> str:
+    names = tuple(s.name for s in specs)
+    if all(REGISTRY.get(s.name) is s for s in specs):
+        return stub_source(names)
+    return stubs.module_source(specs)  # MCP tools: specs of the moment, not registered
 
 
 def _specs(names: tuple[str, ...]) -> list[ToolSpec]:
@@ -96,6 +128,8 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if args.get("reset"):
         slot.discard(None)
     env = dict(os.environ)
+    specs = script_specs(ctx.state)
+    source = _stubs(specs)
     remote = await environment_helper(ctx)
     if remote is not None:  # the kernel runs where the environment's commands run
         from talaria.tools.environments import kernel as remote_kernel
@@ -103,14 +137,15 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         kernel, fresh, ended = await slot.acquire(
             remote_kernel.remote_fingerprint(settings, ctx.cwd, remote.mux.where),
             lambda: remote_kernel.start(remote.mux, remote.paths, settings, ctx.cwd,
-                                        stub_source(EXEC_TOOLS)))
+                                        source))
     else:
         kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
             fingerprint(settings, ctx.cwd, env),
-            lambda: Kernel.start(settings, ctx.cwd, stub_source(EXEC_TOOLS), env))
+            lambda: Kernel.start(settings, ctx.cwd, source, env))
     spill = settings.cache() / f"{kernel.tag}-{kernel.cells + 1}.out"
     try:
-        cell = await kernel.run(code, settings, ctx.call_tool, frozenset(EXEC_TOOLS), spill)
+        cell = await kernel.run(code, settings, ctx.call_tool,
+                                frozenset(s.name for s in specs), spill, source)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):  # the turn was cancelled: the script dies too
             await slot.stop("it was killed when a turn was cancelled", CANCEL_GRACE_S)
@@ -148,7 +183,7 @@ def prestart(state: ToolState, cwd: Path, session_id: str) -> bool:
     try:
         return slot.prestart(
             fingerprint(settings, cwd, env),
-            lambda: Kernel.spawn(settings, cwd, stub_source(EXEC_TOOLS), env, ahead=True))
+            lambda: Kernel.spawn(settings, cwd, _stubs(script_specs(state)), env, ahead=True))
     except KernelError as exc:
         log.info("execute_code: could not prestart a kernel: %s", exc)
         return False

@@ -132,7 +132,12 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
     from talaria.agent.door import LocalDoor
     from talaria.agent.loop import run_turn
     from talaria.agent.providers.errors import ProviderError
-    from talaria.agent.runtime import environment_workspace, new_session, new_session_id
+    from talaria.agent.runtime import (
+        environment_workspace,
+        new_session,
+        new_session_id,
+        tools_ready,
+    )
     from talaria.tools.local.workspace import LocalWorkspace
 
     task = job["task"]
@@ -163,6 +168,7 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
             prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])
+        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
         reason = "error"
         with anyio.fail_after(timeout):
             reason = await run_turn(session, task["prompt"])
