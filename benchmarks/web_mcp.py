@@ -2,7 +2,7 @@
 the slowest server, and web_extract of 10 local pages in one call.
 
 - `mcp_session_new_added_s`: `talaria acp` as an editor runs it, `session/new` with three
-  stdio MCP servers (benchmarks/mcp_server.py, on the official SDK; one sleeps 3 s before it
+  stdio MCP servers (tests/mcp_server.py, on the official SDK; one sleeps 3 s before it
   serves) against none. Target <= 0.5 s added.
 - `mcp_first_prompt_before_slowest`: right after that `session/new`, a prompt to the fake LLM
   ends while the slow server is still starting (its tools are not in the first model call)
@@ -42,8 +42,9 @@ class Client(RawClient):
 
 
 def acp_entry(name: str, *flags: str) -> dict[str, Any]:
-    """An ACP `mcpServers` stdio entry for the benchmarks' MCP server (mcp_server.py)."""
-    server = Path(__file__).with_name("mcp_server.py")
+    """An ACP `mcpServers` stdio entry for the small MCP server the tests use (run as a
+    program, not imported)."""
+    server = Path(__file__).resolve().parent.parent / "tests" / "mcp_server.py"
     return {"name": name, "command": sys.executable, "args": [str(server), "--name", name, *flags],
             "env": []}
 

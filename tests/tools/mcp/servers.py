@@ -1,4 +1,4 @@
-"""The MCP servers the tests start: ours (benchmarks/mcp_server.py, on the official SDK) and the
+"""The MCP servers the tests start: ours (tests/mcp_server.py, on the official SDK) and the
 reference filesystem server from npm (installed by scripts/test where npm exists)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from talaria.tools.mcp.settings import ServerSpec, parse_server
 from tests import ROOT, TESTS
 
-SERVER = ROOT / "benchmarks" / "mcp_server.py"
+SERVER = TESTS / "mcp_server.py"
 NPM_FILESYSTEM = TESTS / ".npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
 
 

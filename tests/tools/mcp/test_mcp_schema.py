@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from benchmarks.mcp_server import WEIRD_SCHEMA, huge_schema
 from talaria.tools.mcp.schema import MAX_NAME, MAX_SCHEMA_CHARS, PROPERTY_KEY, sanitize, tool_name
 from talaria.tools.mcp.settings import combine, from_acp, from_config, parse_server
+from tests.mcp_server import WEIRD_SCHEMA, huge_schema
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

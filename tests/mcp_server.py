@@ -1,6 +1,6 @@
 """A real MCP server, written with the official `mcp` SDK, for the MCP client tests.
 
-    python benchmarks/mcp_server.py [--name N] [--hang] [--exit-at-start] [--delay S]
+    python tests/mcp_server.py [--name N] [--hang] [--exit-at-start] [--delay S]
                                [--huge-schema] [--http PORT | --sse PORT]
 
 Tools: add(a, b), echo(text), sleep(seconds), crash() (exits mid-call), fail() (an error
