@@ -134,10 +134,15 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     if remote is not None:  # the kernel runs where the environment's commands run
         from talaria.tools.environments import kernel as remote_kernel
 
-        kernel, fresh, ended = await slot.acquire(
-            remote_kernel.remote_fingerprint(settings, ctx.cwd, remote.mux.where),
-            lambda: remote_kernel.start(remote.mux, remote.paths, settings, ctx.cwd,
-                                        source))
+        try:
+            kernel, fresh, ended = await slot.acquire(
+                remote_kernel.remote_fingerprint(settings, ctx.cwd, remote.mux.where),
+                lambda: remote_kernel.start(remote.mux, remote.paths, settings, ctx.cwd,
+                                            source))
+        except KernelError as exc:  # no session kernel there: this script runs on its own
+            from talaria.tools.execute_code.standalone import run_standalone
+
+            return await run_standalone(code, ctx, settings, why=str(exc))
     else:
         kernel, fresh, ended = await slot.acquire(  # KernelError: the runner makes it the result
             fingerprint(settings, ctx.cwd, env),

@@ -117,3 +117,27 @@ async def test_a_thread_printing_between_scripts_does_not_stall_the_environment(
         assert ran["output"].strip() == "still here"
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("workspace", ["docker", "ssh"], indirect=True)
+async def test_without_a_kernel_there_each_script_runs_standalone(
+        workspace: EnvWorkspace, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from talaria.tools.environments import kernel as remote_kernel
+    from talaria.tools.errors import KernelError
+
+    async def cannot_start(*args: Any) -> Any:  # the fault: the session kernel never comes up
+        raise KernelError("the kernel exited at start (injected)")
+
+    monkeypatch.setattr(remote_kernel, "start", cannot_start)
+    session = session_on(workspace, project)
+    try:
+        first = await execute(session, "import os\nx = 41\nprint(x + 1, os.path.exists('seed.txt'))")
+        assert first["status"] == "success" and first["mode"] == "standalone", first
+        assert first["output"].split() == ["42", "True"]  # it ran there, in the project
+        assert "could not start" in first["note"] and "injected" in first["note"]
+        again = await execute(session, "print(x)")  # nothing carries over
+        assert again["status"] == "error" and "NameError" in again["output"], again
+        tools = await execute(session, "from hermes_tools import read_file\nread_file('seed.txt')")
+        assert tools["status"] == "error" and "unavailable" in tools["output"], tools
+    finally:
+        session.close()
