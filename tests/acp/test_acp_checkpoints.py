@@ -42,7 +42,7 @@ def test_undo_restores_editor_buffers_and_disk_changes_through_the_editor(tmp_pa
         restored = dict(ed.writes[writes_before:])
         reply = said(ed, sid)
     assert "2 file(s): a.txt, b.txt" in listing
-    assert restored == {str(project / "a.txt"): "original a\n", str(project / "b.txt"): "original b\n"}
+    assert restored == {str(project / "a.txt"): "original a\n", str(project / "b.txt"): "original b\n"}, reply
     assert "a.txt (written in the editor → restored)" in reply
     assert "b.txt (modified since → restored)" in reply
 

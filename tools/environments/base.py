@@ -134,6 +134,12 @@ class EnvWorkspace:
     def is_local(self) -> bool:
         return self.env.spec.backend == "local"
 
+    @property
+    def can_write(self) -> bool:
+        """Writes reach the editor (its buffers, its review): the environment shares the
+        door's files and the door writes through the editor (checkpoint restores ask this)."""
+        return self.env.shares_files and bool(getattr(self.base, "can_write", False))
+
     def close(self) -> None:
         self.env.close()
 
