@@ -23,7 +23,8 @@ from tests import ROOT
 from tests.acp.test_client import agent_env
 
 pytestmark = pytest.mark.slow
-RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol", "pyyaml"}
+RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol", "pyyaml", "mcp",
+           "trafilatura", "lxml_html_clean", "pypdf"}
 
 
 def run(*cmd: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
