@@ -86,6 +86,8 @@ def after_turn(session: Session, config: Config) -> Review | None:
     want_memory = skills.turns_since_memory >= config.memory_review_interval
     if not skills.review or skills.reviewing or not (want_skill or want_memory):
         return None
+    if config.review_model is None and session.provider.name.startswith("replay:"):
+        return None  # a recording plays one conversation: a review would take its next turns
     # The counters restart now: the same work is not reviewed twice.
     if want_skill:
         skills.tool_calls_since_write = 0

@@ -192,3 +192,17 @@ def test_review_model_gets_a_digest_not_the_replay(fake_llm: FakeLLM, tmp_path: 
     assert "Digest of the conversation so far" in sent and "tool call todo" in sent
     assert "tool_use" not in sent  # no replayed tool calls: a digest
     assert {t["name"] for t in request["json"]["tools"]} == set(REVIEW_TOOLS)
+
+
+def test_a_recorded_model_is_not_asked_to_review(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    """A replay recording plays one conversation: a review on it would take the session's next
+    turns. With `review_model` the review goes to that model instead."""
+    import json
+
+    recording = tmp_path / "recording.json"
+    recording.write_text(json.dumps({"turns": [{"tool_calls": [TODO]}, {"text": "Fixed."}] * 3}))
+    session = make_session(fake_llm, tmp_path, model=f"replay:{recording}")
+    assert session.provider.name.startswith("replay:")
+    assert turn(session, config_of(session, skill_review_interval=1)) is None
+    assert turn(session, config_of(session, skill_review_interval=1,
+                                   review_model="openai:fake-model")) is not None
