@@ -38,6 +38,8 @@ class Client(RawClient):
         self.proc = subprocess.Popen([sys.executable, "-m", "talaria.acp_server", "acp"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.next_id = 0
 
 
