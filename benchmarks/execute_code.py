@@ -41,7 +41,9 @@ model takes to stream its first tool call."""
 def _session(root: Path, provider: Any = None, on_event: Any = None, **limits: Any) -> Session:
     project = root / "project"
     project.mkdir(parents=True, exist_ok=True)
-    config = load_config(env={"TALARIA_HOME": str(root / "home")})
+    # No checkpoints: these figures are the kernel's; a turn's first change also pays its
+    # checkpoint (benchmarks/subagents.py `checkpoints` measures that).
+    config = load_config(env={"TALARIA_HOME": str(root / "home"), "TALARIA_CHECKPOINTS": "false"})
     session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project), **({"on_event": on_event} if on_event else {})),
                           provider=provider or _Scripted([]), store=None, mode="bypass")
     if limits:
