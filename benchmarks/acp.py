@@ -23,8 +23,11 @@ RUNS = 15
 
 
 class RawClient:
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        command = [shutil.which("talaria") or sys.executable, *([] if shutil.which("talaria") else ["-m", "talaria.acp_server"]), "acp"]
+    def __init__(self, env: dict[str, str], cwd: Path, command: list[str] | None = None) -> None:
+        """`command`: default the installed `talaria acp`, else this interpreter's."""
+        if command is None:
+            installed = shutil.which("talaria")
+            command = [installed, "acp"] if installed else [sys.executable, "-m", "talaria.acp_server", "acp"]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)

@@ -247,12 +247,18 @@ class _Scripted:
 
     async def stream(self, messages: Any, tools: Any, **options: Any) -> AsyncIterator[Any]:
         self.prompt_tokens.append(tokens.count_messages(messages, tools))
-        turn = self.turns.pop(0)
-        for i, (name, args) in enumerate(turn.get("calls", ())):
-            yield ToolCallRequest(f"call_{len(self.prompt_tokens)}_{i}", name, json.dumps(args))
-        if turn.get("text"):
-            yield TextDelta(turn["text"])
-        yield Finish("tool_calls" if turn.get("calls") else "stop")
+        for event in play(self.turns.pop(0), f"call_{len(self.prompt_tokens)}"):
+            yield event
+
+
+def play(turn: dict[str, Any], prefix: str) -> list[Any]:
+    """A scripted turn ({"calls": [(name, args)], "text"?}) as the stream events a provider
+    yields; call ids are `PREFIX_N`."""
+    events: list[Any] = [ToolCallRequest(f"{prefix}_{i}", name, json.dumps(args))
+                         for i, (name, args) in enumerate(turn.get("calls", ()))]
+    if turn.get("text"):
+        events.append(TextDelta(turn["text"]))
+    return [*events, Finish("tool_calls" if turn.get("calls") else "stop")]
 
 
 def _todo_project(project: Path) -> list[tuple[str, int, str]]:

@@ -16,7 +16,6 @@ brief names its story; `latency` stands for a model's time to first token).
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import tempfile
@@ -27,9 +26,9 @@ from typing import Any
 
 import anyio
 
+from benchmarks.execute_code import _group_alive, play
 from talaria.agent.config import load_config
 from talaria.agent.door import LocalDoor
-from talaria.agent.providers.base import Finish, TextDelta, ToolCallRequest
 from talaria.agent.runtime import new_session
 from talaria.agent.session import Session
 from talaria.tools.local.workspace import LocalWorkspace
@@ -61,11 +60,8 @@ class _Stories:
             await anyio.sleep(self.latency)
         else:
             turn = self.script.pop(0)
-        for i, (tool, args) in enumerate(turn.get("calls", ())):
-            yield ToolCallRequest(f"call_{id(turn)}_{i}", tool, json.dumps(args))
-        if turn.get("text"):
-            yield TextDelta(turn["text"])
-        yield Finish("tool_calls" if turn.get("calls") else "stop")
+        for event in play(turn, f"call_{id(turn)}"):
+            yield event
 
 
 def _session(root: Path, provider: Any, events: list[Any], store: Any = None,
@@ -121,7 +117,6 @@ def subagents_parallel() -> Iterator[dict[str, Any]]:
 
 def _cancel_once() -> tuple[float, bool]:
     """(seconds from cancel to the turn's end, every card ended and no process left)."""
-    from benchmarks.execute_code import _group_alive
     from talaria.agent.loop import run_turn
 
     events: list[Any] = []

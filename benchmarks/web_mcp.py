@@ -28,19 +28,9 @@ RUNS = 7
 SLOW_START_S = 3.0
 
 
-class Client(RawClient):
+def _client(env: dict[str, str], cwd: Path) -> RawClient:
     """`RawClient` on this interpreter's `talaria` (not whichever `talaria` is on PATH)."""
-
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        import subprocess
-
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-m", "talaria.acp_server", "acp"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        self.next_id = 0
+    return RawClient(env, cwd, [sys.executable, "-m", "talaria.acp_server", "acp"])
 
 
 def acp_entry(name: str, *flags: str) -> dict[str, Any]:
@@ -68,7 +58,7 @@ def mcp_start() -> Iterator[dict[str, Any]]:
         early = []
         for run in range(RUNS):
             for label in ("none", "three"):
-                client = Client(env, root)
+                client = _client(env, root)
                 client.request("initialize", INIT)
                 servers = _servers(f"b{run}") if label == "three" else []
                 started = time.perf_counter()
@@ -96,7 +86,7 @@ def mcp_start() -> Iterator[dict[str, Any]]:
 
 def _later_tools(env: dict[str, str], root: Path, llm: Any) -> dict[str, Any]:
     """The slow server's tools arrive at a later model call of the same session."""
-    client = Client(env, root)
+    client = _client(env, root)
     client.request("initialize", INIT)
     started = time.perf_counter()
     session = client.request("session/new", {"cwd": str(root), "mcpServers": _servers("late")})

@@ -205,12 +205,7 @@ class Mux:
             raw = await box.read_all(limit)
         finally:
             self.drop(stream)
-        if not raw:
-            raise EnvError(self._lost_message())
-        answer = json.loads(raw)
-        if "error" in answer and "ok" not in answer:
-            raise remote_error(answer)
-        return answer.get("ok", answer)
+        return self._answer(raw)
 
     def request_blocking(self, msg: dict[str, Any], timeout: float = CALL_TIMEOUT_S,
                          limit: int = 1 << 30) -> Any:
@@ -221,6 +216,10 @@ class Mux:
             raw = box.read_all_blocking(timeout, limit)
         finally:
             self.drop(stream)
+        return self._answer(raw)
+
+    def _answer(self, raw: bytes) -> Any:
+        """A reply stream's JSON answer, `ok` unwrapped; EnvError for an error or no reply."""
         if not raw:
             raise EnvError(self._lost_message())
         answer = json.loads(raw)
