@@ -113,11 +113,6 @@ def announce(server: AcpServer, session: Session, *, plan: bool = False) -> Any:
             await session.provider.warm()
         except Exception as exc:  # the first prompt reports it, with its cause
             log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
-        from talaria.agent.context import tokens
-
-        # tiktoken's tables take ~0.15 s to build, in long GIL-holding steps: not on the
-        # loop while the first prompt runs.
-        await anyio.to_thread.run_sync(tokens.encoding)
 
     return send
 
