@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.tools.local.workspace import LocalWorkspace, sandboxed
+from talaria.tools import procs
+from talaria.tools.local.workspace import LocalWorkspace, StateFile, sandboxed
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 FS_TIMEOUT = 30.0
@@ -75,30 +77,45 @@ class EditorWorkspace:
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
+        shell: str | None = None,
     ) -> CommandResult:
         if not self.can_terminal:
             return await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
-                                        on_terminal=on_terminal, sandbox=sandbox)
-        argv, cleanup = ["bash", "-c", command], None
-        if sandbox is not None:  # the editor runs the sandbox launcher, which runs bash
-            prepared = await anyio.to_thread.run_sync(sandboxed, argv, sandbox, False)
-            argv, cleanup = prepared.argv, prepared.cleanup
-        try:
-            return await self._run_in_terminal(argv, cwd, timeout, output_limit, on_terminal)
-        finally:
-            if cleanup is not None:
-                cleanup()
+                                        on_terminal=on_terminal, sandbox=sandbox, shell=shell)
+        # The editor runs on this machine: the shell's files are ours (StateFile).
+        with StateFile(shell, sandbox) as state:
+            argv, cleanup = ["bash", "-c", command], None
+            if state.sandbox is not None:  # the editor runs the sandbox launcher, which runs bash
+                prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, False)
+                argv, cleanup = prepared.argv, prepared.cleanup
+            try:
+                result = await self._run_in_terminal(argv, cwd, timeout, output_limit, on_terminal,
+                                                     terminal_env(state.env))
+            finally:
+                if cleanup is not None:
+                    cleanup()
+            return state.into(result)
+
+    async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
+                    name: str, log: ProcessLog, shell: str | None = None) -> Background:
+        if not self.can_terminal:
+            return await self.local.start(command, cwd=cwd, sandbox=sandbox, name=name, log=log,
+                                          shell=shell)
+        from talaria.acp_server.editor_processes import EditorBackground
+
+        return await EditorBackground.start(self, command, cwd=cwd, sandbox=sandbox, name=name,
+                                            log=log, shell=shell)
 
     async def _run_in_terminal(
         self, argv: list[str], cwd: Path, timeout: float, output_limit: int,
-        on_terminal: Callable[[str], Awaitable[None]] | None,
+        on_terminal: Callable[[str], Awaitable[None]] | None, env: list[dict[str, str]],
     ) -> CommandResult:
         # Shielded: a cancel during terminal/create would drop its answer, and the editor's
         # process would run on, never killed nor released. A cancel that came meanwhile is
         # honoured at the first await below, which kills and releases the terminal.
         with anyio.CancelScope(shield=True):
             created = await self._call("terminal/create", {
-                "command": argv[0], "args": argv[1:], "cwd": str(cwd),
+                "command": argv[0], "args": argv[1:], "cwd": str(cwd), "env": env,
                 "outputByteLimit": output_limit,
             })
         terminal_id = created.get("terminalId")
@@ -130,6 +147,14 @@ class EditorWorkspace:
             omitted_bytes=0, timed_out=exit_status is None, terminal_id=terminal_id,
         )
 
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One `terminal/*` request of this session (WorkspaceError when it fails)."""
+        return await self._request(method, params, TERMINAL_CALL_TIMEOUT)
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """`call` without a time limit (`terminal/wait_for_exit` of a background process)."""
+        return await self._request(method, params, None)
+
     async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self._request(method, params, TERMINAL_CALL_TIMEOUT)
 
@@ -147,3 +172,11 @@ class EditorWorkspace:
         except PeerError as exc:
             raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
         return result if isinstance(result, dict) else {}
+
+
+def terminal_env(extra: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """`terminal/create`'s `env`: the agent's marker (its watchdog kills what carries it when
+    the agent dies, even a process the editor started) and what the caller adds."""
+    procs.ensure_watchdog()
+    env = {procs.MARKER_VAR: procs.marker(), **(extra or {})}
+    return [{"name": k, "value": v} for k, v in env.items()]

@@ -79,6 +79,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
 async def _steps(session: Session, emit: Emit) -> str:
     for _ in range(session.max_turns):
         take_steering(session)
+        take_process_notes(session)
         for notice in session.tool_notices():  # an MCP server failed or came back
             await emit(Notice(notice))
         used = max(session.last_usage, _count_context(session))
@@ -158,6 +159,13 @@ def take_steering(session: Session) -> None:
     while session.steer_notes:
         note = session.steer_notes.pop(0)
         session.append({"role": "user", "content": STEER_PREFIX + note, "steer": True})
+
+
+def take_process_notes(session: Session) -> None:
+    """Background processes that ended and whose end the model asked to hear of."""
+    table = session.tool_state.processes
+    for note in table.take_notes() if table is not None else ():
+        session.append({"role": "user", "content": note, "process_note": True})
 
 
 def _assistant(

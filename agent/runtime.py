@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from talaria.agent.config import Config
 from talaria.agent.door import FrontDoor
+from talaria.agent.events import Notice
 from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Message, Provider
@@ -175,6 +176,11 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
     question = getattr(session.door, "question", None)
     if question is not None:
         session.tool_state.clarify = _clarifier(session, question)
+
+    async def announce(text: str) -> None:  # a background process ended
+        await session.door.emit(Notice(text))
+
+    session.tool_state.announce = announce
     if config.checkpoints:
         from talaria.agent.checkpoints import TurnCheckpoints
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from talaria.tools.registry import REGISTRY, Registry
 
 CORE_TOOLS = (
-    "read_file", "write_file", "patch", "search_files", "terminal", "todo", "execute_code",
-    "session_search", "delegate_task", "clarify",
+    "read_file", "write_file", "patch", "search_files", "terminal", "process", "todo",
+    "execute_code", "session_search", "delegate_task", "clarify",
 )
 LEARNING_TOOLS = ("skills_list", "skill_view", "skill_manage", "memory")
 """Skills and memory: what makes the agent better at a user's work over time."""
@@ -21,6 +21,7 @@ def load_builtin_tools() -> Registry:
         delegate_task,
         memory,
         patch,
+        process,
         read_file,
         search_files,
         session_search,

@@ -6,16 +6,19 @@ of a session, through `talaria.agent.options`) and the session closes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from talaria.tools.execute_code.env import ExecSettings
 from talaria.tools.handoffs import Clarifier, Delegate
+from talaria.tools.shell import ShellState
 
 if TYPE_CHECKING:
     from talaria.tools.execute_code.pool import KernelPool, SessionKernel
     from talaria.tools.memory_store import MemoryState
+    from talaria.tools.processes.table import ProcessTable
     from talaria.tools.registry import ToolSource
     from talaria.tools.skills.state import SkillsState
     from talaria.tools.web.pages import WebState
@@ -51,10 +54,30 @@ class ToolState:
     """The web tools' settings and page cache; None: no web tool is offered."""
     sources: list[ToolSource] = field(default_factory=list)
     """Tools that come and go (MCP servers): offered while they are up."""
+    shells: dict[str, ShellState] = field(default_factory=dict)
+    """`terminal`'s shell state per environment (directory, exported variables)."""
+    processes: ProcessTable | None = None
+    """Background processes (`terminal(background=true)`, `process`); made at the first."""
+    announce: Callable[[str], Awaitable[None]] | None = None
+    """Shows the user a notice (set by the runtime from the front door)."""
     cleanups: dict[str, Callable[[], None]] = field(default_factory=dict)
     """Run once when the session closes (name -> callable)."""
 
+    def process_table(self) -> ProcessTable:
+        if self.processes is None:
+            import tempfile
+
+            from talaria.tools.processes.table import ProcessTable
+
+            self.processes = ProcessTable(Path(tempfile.mkdtemp(prefix="talaria-procs-")),
+                                          announce=self.announce)
+            self.cleanups["processes"] = self.processes.close
+        return self.processes
+
     def close(self) -> None:
+        first = self.cleanups.pop("processes", None)  # while their environment is still up
+        if first is not None:
+            first()
         for cleanup in self.cleanups.values():
             cleanup()
         self.cleanups.clear()

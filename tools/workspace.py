@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 from talaria.tools.errors import WorkspaceError
@@ -32,6 +33,11 @@ class CommandResult:
     """Set when the command ran in the editor's terminal."""
     cwd: str | None = None
     """Where the shell ended, when the workspace carries it to the next command (SSH)."""
+    state: bytes | None = None
+    """With `shell`: what the command's EXIT trap saved (`talaria.tools.shell`); None
+    when it saved nothing (killed, timed out, replaced by exec)."""
+    state_start: bytes | None = None
+    """With `shell`, on a shell's first command: the state it started with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +84,25 @@ class Workspace(Protocol):
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
+        shell: str | None = None,
     ) -> CommandResult:
         """Run a shell command in its own process group; killed with the group on
         timeout or cancellation. `on_terminal(terminal_id)` is awaited once when the
         command runs in an editor terminal, so the tool call can embed it. With `sandbox`
         the command runs confined by it (`talaria.tools.sandbox.tiers.prepare`), in the
-        editor's terminal too; raises WorkspaceError when the sandbox cannot be set up."""
+        editor's terminal too; raises WorkspaceError when the sandbox cannot be set up.
+        `shell`: bash code its shell runs first (`$BASH_ENV`), which may save the shell's
+        state to `$TALARIA_SHELL_STATE`, a file the workspace provides (writable in the
+        sandbox too); the result carries what was saved (`state`, `state_start`; see
+        `talaria.tools.shell`)."""
+        ...
+
+    async def start(
+        self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None, name: str,
+        log: ProcessLog, shell: str | None = None,
+    ) -> Background:
+        """Start a long-lived command (`terminal(background=true)`) in its own process group
+        and return at once; its output goes to `log`; `name` (the process id the model sees)
+        is in its environment as `$TALARIA_PROC`. Raises FileNotFoundError for a missing
+        `cwd`, WorkspaceError when it cannot start (see `talaria.tools.processes`)."""
         ...

@@ -176,6 +176,9 @@ class DocumentWorkspace:
     async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
         return await self.local.search(pattern, **kwargs)
 
+    async def start(self, command: str, **kwargs: Any) -> Any:
+        return await self.local.start(command, **kwargs)
+
     async def run(
         self,
         command: str,
@@ -185,9 +188,10 @@ class DocumentWorkspace:
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
+        shell: str | None = None,
     ) -> CommandResult:
         result = await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
-                                      on_terminal=on_terminal, sandbox=sandbox)
+                                      on_terminal=on_terminal, sandbox=sandbox, shell=shell)
         if not self.unsaved:
             return result
         names = ", ".join(sorted(self._shown(p) for p in self.unsaved))

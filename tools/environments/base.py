@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools.environments.spec import EnvSpec
-from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
+from talaria.tools.workspace import CommandResult, SearchMatch, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 log = logging.getLogger(__name__)
@@ -155,11 +156,19 @@ class EnvWorkspace:
     async def run(
         self, command: str, *, cwd: Path, timeout: float, output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
-        sandbox: SandboxSpec | None = None,
+        sandbox: SandboxSpec | None = None, shell: str | None = None,
     ) -> CommandResult:
         return await (await self.active()).run(
             command, cwd=cwd, timeout=timeout, output_limit=output_limit,
-            on_terminal=on_terminal, sandbox=sandbox)
+            on_terminal=on_terminal, sandbox=sandbox, shell=shell)
+
+    async def start(self, command: str, **kwargs: Any) -> Background:
+        active = await self.active()
+        start = getattr(active, "start", None)
+        if start is None:
+            raise WorkspaceError(f"background processes cannot run in {self.where or 'it'}: "
+                                 "its commands go by one exec each (no helper)")
+        return await start(command, **kwargs)
 
 
 def environment_of(workspace: Workspace) -> EnvWorkspace | None:

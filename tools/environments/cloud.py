@@ -123,7 +123,8 @@ class CloudWorkspace:
         return found[offset:offset + limit], len(found)
 
     async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
-                  on_terminal: Any = None, sandbox: Any = None) -> CommandResult:
+                  on_terminal: Any = None, sandbox: Any = None, shell: str | None = None) -> CommandResult:
+        # `shell` is not applied: one exec per command keeps no shell state (see the README).
         pidfile = f"/tmp/.talaria-cmd-{secrets.token_hex(6)}"
         script = (f"cd {shlex.quote(self.paths.out(cwd))} 2>/dev/null || exit 127; echo $$ > {pidfile}; "
                   f"exec timeout -k {KILL_AFTER_S} {int(timeout)} \"$(command -v bash || echo sh)\" "

@@ -41,8 +41,9 @@ class ExecCommands:
     async def run(
         self, command: str, *, cwd: Path, timeout: float, output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
-        sandbox: SandboxSpec | None = None,
+        sandbox: SandboxSpec | None = None, shell: str | None = None,
     ) -> CommandResult:
+        # `shell` is not applied: one exec per command keeps no shell state (see the README).
         if not cwd.is_dir():  # the project is mounted at its own path: a local check says it
             raise FileNotFoundError(str(cwd))
         pidfile = f"/tmp/.talaria-{secrets.token_hex(6)}.pid"

@@ -16,7 +16,8 @@ by the agent. A control message names the streams it uses:
      "channel": S | null (a socketpair whose fd replaces "{fd}" in argv),
      "files": {NAME: TEXT} (written to a private dir that replaces "{dir}" in argv, cwd
      and env values),
-     "scrub": {"keep": [GLOB], "secret": [WORD], "pass": [GLOB]} | null, "track_cwd": BOOL}
+     "scrub": {"keep": [GLOB], "secret": [WORD], "pass": [GLOB]} | null, "track_cwd": BOOL,
+     "report": [NAME] (files of the private dir to send back with the status)}
     {"op": "signal", "status": S, "sig": N}                      -> the process group of S
     {"op": "call", "fn": "read" | "write" | "stat" | "search" | "changed" | "now" | "mkdir",
      "args": {...},
@@ -25,7 +26,8 @@ by the agent. A control message names the streams it uses:
     {"op": "tar_in", "root": DIR, "stream": S, "reply": S2}     <- tar bytes on S
 
 A spawned process runs in its own process group; its status stream gets
-`{"code": N | null, "signal": N | null, "cwd": DIR | null}` (or `{"error", "type"}` when it
+`{"code": N | null, "signal": N | null, "cwd": DIR | null, "report": {NAME: TEXT | null}}`
+(or `{"error", "type"}` when it
 could not start) once it exited and its output
 ended (children that keep a pipe open are killed with the group after DRAIN_S). When the
 agent's end closes (the agent exited, the connection dropped), every group is killed and the
@@ -51,6 +53,7 @@ HEADER = struct.Struct(">BII")
 JSON, DATA, EOF = 1, 2, 3
 CHUNK = 1 << 16
 DRAIN_S = 0.5
+REPORT_MAX = (1 << 20) + 1
 
 _out_lock = threading.Lock()
 _groups = {}  # type: dict[int, int]  # status stream -> pid (its own process group)
@@ -199,9 +202,21 @@ def wait(proc, readers, msg, private, cwd_file):
                 cwd = f.read().strip() or None
         except OSError:
             pass
+    status = {"code": code if code >= 0 else None, "signal": -code if code < 0 else None,
+              "cwd": cwd}
+    if msg.get("report"):
+        status["report"] = {name: read_report(os.path.join(private, name)) for name in msg["report"]}
     shutil.rmtree(private, ignore_errors=True)
-    reply(msg["status"], {"code": code if code >= 0 else None,
-                          "signal": -code if code < 0 else None, "cwd": cwd})
+    reply(msg["status"], status)
+
+
+def read_report(path):
+    """A file the command left in its private dir (its shell state), or None."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(REPORT_MAX).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
 
 
 def quote(text):

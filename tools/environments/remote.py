@@ -30,6 +30,7 @@ from talaria.tools.local.workspace import TERM_GRACE_S, _HeadTail
 from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 STATUS_WAIT_S = 10.0
@@ -75,21 +76,41 @@ class HelperCommands:
     async def run(
         self, command: str, *, cwd: Path, timeout: float, output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
-        sandbox: SandboxSpec | None = None,
+        sandbox: SandboxSpec | None = None, shell: str | None = None,
     ) -> CommandResult:
         start = self.paths.out(cwd)
-        tracked = self.track_cwd and self.tracked is not None and Path(cwd) == self.paths.local
+        tracked = (shell is None and self.track_cwd and self.tracked is not None
+                   and Path(cwd) == self.paths.local)
         if tracked:
             start = str(self.tracked)
         try:
-            return await self._run(command, start, timeout, output_limit)
+            return await self._run(command, start, timeout, output_limit, shell)
         except FileNotFoundError:
             if not tracked:
                 raise
             self.tracked = None  # it was removed meanwhile: back to the project
-            return await self._run(command, self.paths.out(cwd), timeout, output_limit)
+            return await self._run(command, self.paths.out(cwd), timeout, output_limit, shell)
 
-    async def _run(self, command: str, start: str, timeout: float, output_limit: int) -> CommandResult:
+    async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
+                    name: str, log: ProcessLog, shell: str | None = None) -> Background:
+        from talaria.tools.environments.background import RemoteBackground
+
+        return await RemoteBackground.start(self, command, cwd=self.paths.out(cwd), name=name,
+                                            log=log, shell=shell)
+
+    def shell_spawn(self, shell: str | None) -> dict[str, Any]:
+        """What a spawn message needs for a shell prologue (`talaria.tools.shell`): the
+        prologue as a file of the command's private dir, the state files sent back."""
+        if shell is None:
+            return {}
+        from talaria.tools.shell import STATE_VAR
+
+        return {"files": {"prologue": shell},
+                "env": {STATE_VAR: "{dir}/state", "BASH_ENV": "{dir}/prologue"},
+                "report": ["state", "state.start"]}
+
+    async def _run(self, command: str, start: str, timeout: float, output_limit: int,
+                   shell: str | None = None) -> CommandResult:
         # A sandbox spec is not applied: the environment is the boundary (see the README).
         mux = self.mux
         out_id, out = mux.inbox()
@@ -107,7 +128,8 @@ class HelperCommands:
         try:
             mux.send_json({"op": "spawn", "command": command, "cwd": start, "stdout": out_id,
                            "stderr": None, "stdin": None, "status": status_id,
-                           "track_cwd": self.track_cwd})
+                           "track_cwd": self.track_cwd and shell is None,
+                           **self.shell_spawn(shell)})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pump)
                 with anyio.move_on_after(timeout):
@@ -137,9 +159,19 @@ class HelperCommands:
         ended = status.get("cwd") if self.track_cwd else None
         if ended:
             self.tracked = ended
+        report = status.get("report") or {}
         return CommandResult(exit_code=None if timed_out else status.get("code"),
                              output=self.paths.back(output), omitted_bytes=omitted,
-                             timed_out=timed_out, cwd=self.paths.back(ended) if ended else None)
+                             timed_out=timed_out, cwd=self.paths.back(ended) if ended else None,
+                             state=self._state(report.get("state")),
+                             state_start=self._state(report.get("state.start")))
+
+    def _state(self, text: Any) -> bytes | None:
+        """A saved shell state, its directory turned back into the project's local path."""
+        if not isinstance(text, str) or not text:
+            return None
+        cwd, sep, rest = text.partition("\0")
+        return (self.paths.back(cwd) + sep + rest).encode("utf-8", "surrogateescape")
 
     async def _kill(self, status_id: int, box: Any) -> dict[str, Any] | None:
         """SIGTERM the command's group, SIGKILL after TERM_GRACE_S; its final status."""
@@ -202,7 +234,7 @@ class RemoteWorkspace(HelperCommands):
 class Commands(Protocol):
     async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
                   on_terminal: Callable[[str], Awaitable[None]] | None = None,
-                  sandbox: SandboxSpec | None = None) -> CommandResult: ...
+                  sandbox: SandboxSpec | None = None, shell: str | None = None) -> CommandResult: ...
 
 
 class SplitWorkspace:
@@ -225,3 +257,10 @@ class SplitWorkspace:
 
     async def run(self, command: str, **kwargs: Any) -> CommandResult:
         return await self.commands.run(command, **kwargs)
+
+    async def start(self, command: str, **kwargs: Any) -> Background:
+        start = getattr(self.commands, "start", None)
+        if start is None:
+            raise WorkspaceError("background processes need the environment helper, which "
+                                 "needs python3 in the image")
+        return await start(command, **kwargs)

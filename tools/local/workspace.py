@@ -8,10 +8,12 @@ under `talaria.tools.procs` so that they die with the agent even when it is kill
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +30,7 @@ from talaria.tools.local.files import (  # noqa: F401 -- re-exported: the client
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
     from talaria.tools.sandbox.tiers import Prepared, SandboxSpec
 
 HEAD_SHARE = 0.4
@@ -73,15 +76,84 @@ class LocalWorkspace:
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
+        shell: str | None = None,
     ) -> CommandResult:
-        if sandbox is None:
-            return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit)
-        prepared = await anyio.to_thread.run_sync(sandboxed, [_shell(), "-c", command], sandbox, True)
-        try:
-            return await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
-                                     argv=prepared.argv)
-        finally:
-            prepared.cleanup()
+        with StateFile(shell, sandbox) as state:
+            if state.sandbox is None:
+                result = await run_command(command, cwd=cwd, timeout=timeout,
+                                           output_limit=output_limit, env=state.env)
+            else:
+                prepared = await anyio.to_thread.run_sync(
+                    sandboxed, [_shell(), "-c", command], state.sandbox, True)
+                try:
+                    result = await run_command(command, cwd=cwd, timeout=timeout,
+                                               output_limit=output_limit, argv=prepared.argv,
+                                               env=state.env)
+                finally:
+                    prepared.cleanup()
+            return state.into(result)
+
+    async def start(
+        self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None, name: str,
+        log: ProcessLog, shell: str | None = None,
+    ) -> Background:
+        from talaria.tools.processes.local import LocalBackground
+
+        state = StateFile(shell, sandbox).__enter__()
+        argv = [_shell(), "-c", command]
+        cleanups = [state.__exit__]
+        if state.sandbox is not None:
+            prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, True)
+            argv = prepared.argv
+            cleanups.append(prepared.cleanup)
+
+        def cleanup() -> None:
+            for step in cleanups:
+                step()
+
+        return await LocalBackground.start(argv, cwd=cwd, name=name, log=log, cleanup=cleanup,
+                                           env=state.env)
+
+
+class StateFile:
+    """A command's shell prologue on this machine (`shell`): the prologue file its bash
+    sources (`$BASH_ENV`) and the file it saves its state to, in a private directory,
+    readable and writable in the sandbox too; gone after the command."""
+
+    def __init__(self, shell: str | None, sandbox: SandboxSpec | None) -> None:
+        self.shell = shell
+        self.wanted = shell is not None
+        self.sandbox = sandbox
+        self.env: dict[str, str] | None = None
+        self.directory: str | None = None
+        self.path = ""
+
+    def __enter__(self) -> StateFile:
+        if self.wanted:
+            from talaria.tools.shell import STATE_VAR, state_path
+
+            self.directory = tempfile.mkdtemp(prefix="talaria-shell-")
+            self.path = state_path(self.directory)
+            prologue = self.path + ".sh"
+            with open(prologue, "w") as f:
+                f.write(self.shell or "")
+            self.env = {STATE_VAR: self.path, "BASH_ENV": prologue}
+            if self.sandbox is not None:
+                self.sandbox = dataclasses.replace(
+                    self.sandbox, writable=(*self.sandbox.writable, Path(self.directory)))
+        return self
+
+    def into(self, result: CommandResult) -> CommandResult:
+        if not self.wanted:
+            return result
+        from talaria.tools.shell import read_state
+
+        state, start = read_state(self.path)
+        return dataclasses.replace(result, state=state, state_start=start)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.directory is not None:  # (a background process's: when it ended)
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def sandboxed(argv: list[str], spec: SandboxSpec, local: bool) -> Prepared:
@@ -181,13 +253,13 @@ async def _kill_group(proc: anyio.abc.Process) -> None:
 
 async def run_command(
     command: str, *, cwd: Path, timeout: float, output_limit: int,
-    argv: list[str] | None = None,
+    argv: list[str] | None = None, env: dict[str, str] | None = None,
 ) -> CommandResult:
     """Run `command` with `bash -c` (else `sh -c`) in a new session, stdin from /dev/null,
     stdout and stderr merged and capped head + tail. Leftover background children are
     killed with the group when the shell exits, on timeout and on cancellation, and by the
     agent's watchdog if the agent dies first (see `talaria.tools.procs`). `argv` replaces
-    `bash -c command` (the same command wrapped in a sandbox)."""
+    `bash -c command` (the same command wrapped in a sandbox); `env` is added to ours."""
     out = _HeadTail(output_limit)
     eof = anyio.Event()
     # Shielded: a cancel landing between the fork and the `try` below would leak the process.
@@ -195,7 +267,7 @@ async def run_command(
         proc = await anyio.open_process(
             argv or [_shell(), "-c", command],
             cwd=cwd,
-            env=procs.child_env(),
+            env=procs.child_env({**os.environ, **env} if env else None),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
