@@ -16,7 +16,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -26,8 +26,15 @@ from talaria.tools.processes.base import Background, ProcessLog
 from talaria.tools.workspace import WorkspaceError
 
 if TYPE_CHECKING:
-    from talaria.acp_server.editor_workspace import EditorWorkspace
     from talaria.tools.sandbox.tiers import SandboxSpec
+
+
+class Terminals(Protocol):
+    """The editor's `terminal/*` methods of one session (`EditorWorkspace`)."""
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
 OUTPUT_BYTES = 1 << 20
 """`outputByteLimit` asked of the editor for a background terminal."""
@@ -37,7 +44,7 @@ RELEASE_TIMEOUT_S = 5.0
 class EditorBackground(Background):
     takes_input = False
 
-    def __init__(self, log: ProcessLog, ws: EditorWorkspace, terminal_id: str, name: str,
+    def __init__(self, log: ProcessLog, ws: Terminals, terminal_id: str, name: str,
                  cleanup: Callable[[], None]) -> None:
         super().__init__(log)
         self.ws = ws
@@ -48,11 +55,9 @@ class EditorBackground(Background):
         self._exited = False
 
     @classmethod
-    async def start(cls, ws: EditorWorkspace, command: str, *, cwd: Path,
+    async def start(cls, ws: Terminals, command: str, *, cwd: Path,
                     sandbox: SandboxSpec | None, name: str, log: ProcessLog,
                     shell: str | None) -> EditorBackground:
-        from talaria.acp_server.editor_workspace import terminal_env
-
         if not cwd.is_dir():
             raise FileNotFoundError(str(cwd))
         state = StateFile(shell, sandbox).__enter__()
@@ -89,11 +94,11 @@ class EditorBackground(Background):
             self.exit_code = status.get("exitCode")
             self.signal = _signal_number(status.get("signal"))
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(RELEASE_TIMEOUT_S):
-                with contextlib.suppress(WorkspaceError):
-                    if self.running and not self._exited:
-                        await self.ws.call("terminal/kill", {"terminalId": self.terminal_id})
-                    await self.ws.call("terminal/release", {"terminalId": self.terminal_id})
+            with (anyio.CancelScope(shield=True), anyio.move_on_after(RELEASE_TIMEOUT_S),
+                  contextlib.suppress(WorkspaceError)):
+                if not self._exited:  # cancelled (the session closes): end it, then let go
+                    await self.ws.call("terminal/kill", {"terminalId": self.terminal_id})
+                await self.ws.call("terminal/release", {"terminalId": self.terminal_id})
             self.cleanup()
             self.ended.set()
 
@@ -151,3 +156,11 @@ def _signal_number(name: Any) -> int | None:
     with contextlib.suppress(KeyError):
         return int(signal.Signals[name if name.startswith("SIG") else "SIG" + name])
     return None
+
+
+def terminal_env(extra: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """`terminal/create`'s `env`: the agent's marker (its watchdog kills what carries it when
+    the agent dies, even a process the editor started) and what the caller adds."""
+    procs.ensure_watchdog()
+    env = {procs.MARKER_VAR: procs.marker(), **(extra or {})}
+    return [{"name": k, "value": v} for k, v in env.items()]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from talaria.acp_server.editor_processes import EditorBackground, terminal_env
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.tools import procs
 from talaria.tools.local.workspace import LocalWorkspace, StateFile, sandboxed
 from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
 
@@ -101,8 +101,6 @@ class EditorWorkspace:
         if not self.can_terminal:
             return await self.local.start(command, cwd=cwd, sandbox=sandbox, name=name, log=log,
                                           shell=shell)
-        from talaria.acp_server.editor_processes import EditorBackground
-
         return await EditorBackground.start(self, command, cwd=cwd, sandbox=sandbox, name=name,
                                             log=log, shell=shell)
 
@@ -173,10 +171,3 @@ class EditorWorkspace:
             raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
         return result if isinstance(result, dict) else {}
 
-
-def terminal_env(extra: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """`terminal/create`'s `env`: the agent's marker (its watchdog kills what carries it when
-    the agent dies, even a process the editor started) and what the caller adds."""
-    procs.ensure_watchdog()
-    env = {procs.MARKER_VAR: procs.marker(), **(extra or {})}
-    return [{"name": k, "value": v} for k, v in env.items()]

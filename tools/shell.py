@@ -69,7 +69,7 @@ class ShellState:
         """Bash code run in the command's own shell before it (as `$BASH_ENV`, so the
         command's text and its line numbers stay its own): the state to restore and, with
         `save`, the trap that saves the state the command leaves."""
-        lines = ["__talaria_state=${%s-}; unset %s BASH_ENV" % (STATE_VAR, STATE_VAR)]
+        lines = [f"__talaria_state=${{{STATE_VAR}-}}; unset {STATE_VAR} BASH_ENV"]
         if self.exports:
             lines.append("export " + " ".join(f"{k}={_quote(v)}" for k, v in sorted(self.exports.items())))
         if self.unset:

@@ -44,6 +44,7 @@ class EditorLike(LocalWorkspace):
         output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None,
+        shell: str | None = None,
     ) -> CommandResult:
         self.calls = [
             *getattr(self, "calls", []),
@@ -52,7 +53,7 @@ class EditorLike(LocalWorkspace):
         if on_terminal is not None:
             await on_terminal("term-7")
         return await super().run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
-                                 sandbox=sandbox)
+                                 sandbox=sandbox, shell=shell)
 
 
 async def test_exit_codes_are_results_not_errors(tmp_path: Path) -> None:

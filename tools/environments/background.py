@@ -5,40 +5,40 @@ helper, so with the agent's connection (see `talaria.tools.environments.helper`)
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.tools.environments.remote import _status
+from talaria.tools.environments.mux import status_of
 from talaria.tools.errors import EnvError, WorkspaceError
 from talaria.tools.processes.base import Background, ProcessLog
 
 if TYPE_CHECKING:
-    from talaria.tools.environments.remote import HelperCommands
+    from talaria.tools.environments.mux import Mux
 
 TERM_GRACE_S = 2.0
 
 
 class RemoteBackground(Background):
-    def __init__(self, log: ProcessLog, commands: HelperCommands, ids: dict[str, int],
+    def __init__(self, log: ProcessLog, mux: Mux, back: Callable[[str], str], ids: dict[str, int],
                  boxes: dict[str, Any]) -> None:
         super().__init__(log)
-        self.commands = commands
-        self.mux = commands.mux
-        self.where = commands.mux.where
+        self.mux = mux
+        self.back = back
+        self.where = mux.where
         self.ids = ids
         self.boxes = boxes
         self.stdin_open = True
         self._drained = anyio.Event()
 
     @classmethod
-    async def start(cls, commands: HelperCommands, command: str, *, cwd: str, name: str,
-                    log: ProcessLog, shell: str | None) -> RemoteBackground:
-        mux = commands.mux
+    async def start(cls, mux: Mux, back: Callable[[str], str], command: str, *, cwd: str,
+                    name: str, log: ProcessLog, spawn: dict[str, Any]) -> RemoteBackground:
+        """`back` turns the environment's paths in its output into the project's local ones;
+        `spawn`: more of the spawn message (the shell prologue)."""
         (out_id, out), (status_id, status_box), (stdin_id, _) = mux.inbox(), mux.inbox(), mux.inbox()
         mux.drop(stdin_id)  # a stream the helper reads: only its number is needed here
-        spawn = commands.shell_spawn(shell)
-        spawn.pop("report", None)  # nothing to save: a background command keeps no state
         spawn["env"] = {**spawn.get("env", {}), "TALARIA_PROC": name}
         try:
             mux.send_json({"op": "spawn", "command": command, "cwd": cwd, "stdout": out_id,
@@ -47,7 +47,7 @@ class RemoteBackground(Background):
             mux.drop(out_id)
             mux.drop(status_id)
             raise WorkspaceError(str(exc)) from None
-        return cls(log, commands, {"out": out_id, "status": status_id, "stdin": stdin_id},
+        return cls(log, mux, back, {"out": out_id, "status": status_id, "stdin": stdin_id},
                    {"out": out, "status": status_box})
 
     async def watch(self) -> None:
@@ -55,7 +55,7 @@ class RemoteBackground(Background):
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump)
-                status = _status(await self.boxes["status"].read_all())
+                status = status_of(await self.boxes["status"].read_all())
                 with anyio.move_on_after(TERM_GRACE_S):
                     await self._drained.wait()
                 tg.cancel_scope.cancel()
@@ -76,7 +76,7 @@ class RemoteBackground(Background):
 
     async def _pump(self) -> None:
         while chunk := await self.boxes["out"].read():
-            self.log.feed(self.commands.paths.back(chunk.decode("utf-8", "surrogateescape"))
+            self.log.feed(self.back(chunk.decode("utf-8", "surrogateescape"))
                           .encode("utf-8", "surrogateescape"))
         self._drained.set()
 

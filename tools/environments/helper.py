@@ -259,7 +259,7 @@ def call(msg):
         elif fn == "search":
             result = search(walk, args)
         elif fn == "changed":
-            result = changed(args["root"], args["since"], args.get("skip") or [])
+            result = walk.changed(args["root"], args["since"], args.get("skip") or [])
         elif fn == "now":
             result = __import__("time").time()
         elif fn == "mkdir":
@@ -289,21 +289,6 @@ def search(walk, args):
         found = [(".", line, text) for _, line, text in found]
     return found
 
-
-def changed(root, since, skip):
-    """Files under `root` modified after `since` (epoch seconds), relative; directories
-    named in `skip` are not entered."""
-    out = []
-    for base, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in skip]
-        for name in names:
-            path = os.path.join(base, name)
-            try:
-                if os.lstat(path).st_mtime > since:
-                    out.append(os.path.relpath(path, root))
-            except OSError:
-                pass
-    return sorted(out)
 
 
 class StreamWriter:

@@ -309,3 +309,12 @@ def remote_error(answer: dict[str, Any]) -> Exception:
     if kind == "TimeoutError":
         return WorkspaceError("search timed out; narrow the path or file_glob")
     return WorkspaceError(message)
+
+def status_of(raw: bytes) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

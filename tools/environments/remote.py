@@ -11,7 +11,6 @@ container or on the host. A connection lost mid-command is an EnvError, never a 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools.environments.mux import Mux
+from talaria.tools.environments.mux import status_of as _status
 from talaria.tools.errors import EnvError, WorkspaceError
 from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
 from talaria.tools.local.walk import MAX_MATCHES, expand_braces
@@ -95,8 +95,11 @@ class HelperCommands:
                     name: str, log: ProcessLog, shell: str | None = None) -> Background:
         from talaria.tools.environments.background import RemoteBackground
 
-        return await RemoteBackground.start(self, command, cwd=self.paths.out(cwd), name=name,
-                                            log=log, shell=shell)
+        spawn = self.shell_spawn(shell)
+        spawn.pop("report", None)  # nothing to save: a background command keeps no state
+        return await RemoteBackground.start(self.mux, self.paths.back, command,
+                                            cwd=self.paths.out(cwd), name=name, log=log,
+                                            spawn=spawn)
 
     def shell_spawn(self, shell: str | None) -> dict[str, Any]:
         """What a spawn message needs for a shell prologue (`talaria.tools.shell`): the
@@ -184,15 +187,6 @@ class HelperCommands:
                 return _status(await box.read_all()) or None
         return None
 
-
-def _status(raw: bytes) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 class RemoteWorkspace(HelperCommands):

@@ -128,3 +128,19 @@ def py_content(
                 if len(out) >= limit:
                     return out
     return out
+
+
+def changed(root: str, since: float, skip: list[str]) -> list[str]:
+    """Files under `root` modified after `since` (epoch seconds), relative; directories
+    named in `skip` are not entered."""
+    out: list[str] = []
+    for base, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip]
+        for name in names:
+            path = os.path.join(base, name)
+            try:
+                if os.lstat(path).st_mtime > since:
+                    out.append(os.path.relpath(path, root))
+            except OSError:
+                pass
+    return sorted(out)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -114,9 +113,3 @@ class Background:
         cannot take input."""
         raise WorkspaceError(f"this process runs in {self.where}, which takes no input")
 
-
-def remove_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
