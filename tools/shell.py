@@ -10,13 +10,13 @@ and sets an EXIT trap that saves the shell's state to the file named by `$TALARI
 reads them.
 
     shell = ShellState()
-    result = await workspace.run("cd sub && export X=1", cwd=shell.start(root), ...,
+    result = await workspace.run("cd sub && export X=1", cwd=shell.cwd or root, ...,
                                  shell=shell.prologue())
     note = shell.absorb(result.state, roots)     # the next command starts in sub, with X=1
 
 A command that ends without running its trap (killed on timeout, `kill -9 $$`, replaced by
 `exec`) saves nothing: the next command starts from the last state that was saved, and `absorb`
-says so. Without bash (`sh` in a minimal container) only the directory is kept.
+says so. Without bash (`sh` in a minimal container) `export -p` carries the variables.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from pathlib import Path
 
 STATE_VAR = "TALARIA_SHELL_STATE"
 """The variable naming the file a command's EXIT trap writes its state to."""
+SH_MARK = "--export-p--"
+"""Second field of a state saved by a shell other than bash: `export -p` text follows."""
 MAX_STATE_BYTES = 1 << 20
 """A saved state larger than this (a huge exported variable) is not taken."""
 VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", STATE_VAR, "TALARIA_AGENT",
@@ -34,14 +36,15 @@ VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", STATE_VAR, "TAL
 """Variables the shell or Talaria set per process: never carried to the next command."""
 
 # `$(compgen -e)` lists the exported names (bash only: the eval keeps other shells from
-# parsing it); NUL separates fields, so any value round-trips. The start snapshot (first
-# command only) is the environment every fresh shell of this session begins with.
+# parsing it); NUL separates fields, so any value round-trips. Other shells (busybox, dash)
+# save POSIX `export -p`, whose quoting `shlex` reads. The start snapshot (first command only)
+# is the environment every fresh shell of this session begins with.
 _SAVE = (
     "__talaria_save() { [ -n \"$__talaria_state\" ] || return 0; "
     "if [ -n \"${BASH_VERSION-}\" ]; then eval '{ builtin printf \"%s\\0\" \"$PWD\"; "
     "for __talaria_n in $(compgen -e); do builtin printf \"%s=%s\\0\" \"$__talaria_n\" "
     "\"${!__talaria_n}\"; done; } >\"$1\" 2>/dev/null'; "
-    "else printf '%s\\0' \"$PWD\" >\"$1\" 2>/dev/null; fi; }"
+    "else { printf '%s\\0%s\\0' \"$PWD\" \"$__talaria_sh\"; export -p; } >\"$1\" 2>/dev/null; fi; }"
 )
 
 
@@ -59,17 +62,12 @@ class ShellState:
         """Variables earlier commands removed, to unset again."""
         self.commands = 0
 
-    def start(self, default: Path) -> Path:
-        """Where the next command starts: the shell's directory if it still exists."""
-        if self.cwd is not None and self.cwd.is_dir():
-            return self.cwd
-        return default
-
     def prologue(self, *, save: bool = True) -> str:
         """Bash code run in the command's own shell before it (as `$BASH_ENV`, so the
         command's text and its line numbers stay its own): the state to restore and, with
         `save`, the trap that saves the state the command leaves."""
-        lines = [f"__talaria_state=${{{STATE_VAR}-}}; unset {STATE_VAR} BASH_ENV"]
+        lines = [f"__talaria_state=${{{STATE_VAR}-}}; __talaria_sh={SH_MARK}; "
+                 f"unset {STATE_VAR} BASH_ENV"]
         if self.exports:
             lines.append("export " + " ".join(f"{k}={_quote(v)}" for k, v in sorted(self.exports.items())))
         if self.unset:
@@ -145,12 +143,30 @@ def _parse(raw: bytes) -> tuple[str, dict[str, str]] | None:
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
     if not fields or not fields[0]:
         return None
+    if len(fields) > 2 and fields[1] == SH_MARK:
+        return fields[0], _export_p("\0".join(fields[2:]))
     env = {}
     for item in fields[1:]:
         name, sep, value = item.partition("=")
         if sep:
             env[name] = value
     return fields[0], env
+
+
+def _export_p(text: str) -> dict[str, str]:
+    """Variables from POSIX `export -p` output (`export NAME='value'` lines)."""
+    import shlex
+
+    try:
+        words = shlex.split(text, posix=True)
+    except ValueError:  # quoting we cannot read: keep nothing rather than something wrong
+        return {}
+    env = {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if sep and word != "export":
+            env[name] = value
+    return env
 
 
 def _name(name: str) -> bool:

@@ -6,6 +6,7 @@ Commands of a session share a shell state per environment (`talaria.tools.shell`
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from talaria.tools.context import ToolContext
@@ -62,6 +63,7 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     if args.get("background"):
         return await _background(command, args, ctx, shell)
     terminal_id: str | None = None
+    moved: str | None = None
 
     async def on_terminal(tid: str) -> None:
         nonlocal terminal_id
@@ -71,11 +73,19 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
     try:
         timeout = min(max(1, int(args.get("timeout") or DEFAULT_TIMEOUT)), MAX_TIMEOUT)
-        cwd = resolve(str(workdir), ctx.cwd) if workdir else shell.start(ctx.cwd)
-        result = await ctx.workspace.run(
-            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT, on_terminal=on_terminal,
-            sandbox=ctx.sandbox, shell=shell.prologue(),
-        )
+        cwd = resolve(str(workdir), ctx.cwd) if workdir else start_dir(shell, ctx)
+        try:
+            result = await ctx.workspace.run(
+                command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT,
+                on_terminal=on_terminal, sandbox=ctx.sandbox, shell=shell.prologue())
+        except FileNotFoundError:
+            if workdir or cwd == ctx.cwd:
+                raise
+            gone, shell.cwd, cwd = cwd, None, ctx.cwd  # removed where the files live (a host)
+            result = await ctx.workspace.run(
+                command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT,
+                on_terminal=on_terminal, sandbox=ctx.sandbox, shell=shell.prologue())
+            moved = f"The shell's directory {gone} is gone: this command ran in {cwd}."
     except FileNotFoundError:
         return {"error": f"Working directory not found: {workdir or cwd}"}
     except ValueError as exc:  # a malformed argument; workspace errors become results in the runner
@@ -96,11 +106,20 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         shell.cwd, note = before, None if result.state else note
     elif shell.cwd != before:
         out["cwd"] = str(shell.cwd or ctx.cwd)  # where the next command starts
-    if note:
-        out["shell"] = note
+    if note or moved:
+        out["shell"] = " ".join(filter(None, (moved, note)))
     if terminal_id or result.terminal_id:
         out["_terminal_id"] = terminal_id or result.terminal_id
     return out
+
+
+def start_dir(shell: ShellState, ctx: ToolContext) -> Path:
+    """Where a command starts: the shell's directory; the project once it is gone (checked
+    here when the files are here; elsewhere, running there says so)."""
+    env = getattr(ctx.workspace, "env", None)
+    if shell.cwd is not None and getattr(env, "shares_files", True) and not shell.cwd.is_dir():
+        shell.cwd = None
+    return shell.cwd or ctx.cwd
 
 
 def shell_of(ctx: ToolContext) -> ShellState:
@@ -113,7 +132,7 @@ async def _background(command: str, args: dict[str, Any], ctx: ToolContext,
                       shell: ShellState) -> dict[str, Any]:
     table = ctx.state.process_table()
     workdir = args.get("workdir")
-    cwd = resolve(str(workdir), ctx.cwd) if workdir else shell.start(ctx.cwd)
+    cwd = resolve(str(workdir), ctx.cwd) if workdir else start_dir(shell, ctx)
     try:
         entry = await table.start(ctx.workspace, command, cwd=cwd, sandbox=ctx.sandbox,
                                   notify=bool(args.get("notify_on_complete")),

@@ -141,6 +141,8 @@ def spawn(msg):
         text = msg["command"]
         if cwd_file:  # the shell's last directory, even after `exit N`
             text = f"trap 'pwd -P >{quote(cwd_file)} 2>/dev/null' EXIT\n{text}"
+        if "prologue" in (msg.get("files") or {}) and not shell.endswith("bash"):
+            text = f". {quote(os.path.join(private, 'prologue'))}\n{text}"  # sh has no BASH_ENV
         argv = [shell, "-c", text]
     else:
         fd = str(pass_fds[0]) if pass_fds else ""

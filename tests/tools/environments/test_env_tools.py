@@ -4,6 +4,7 @@ made through the tools, as a model would."""
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,20 @@ from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import EnvWorkspace
+from talaria.tools.state import ToolState
 
 pytestmark = pytest.mark.anyio
+
+
+SESSIONS: weakref.WeakKeyDictionary[EnvWorkspace, ToolState] = weakref.WeakKeyDictionary()
+"""The tool state of each workspace's session (the shell's directory lives there)."""
 
 
 async def call(ws: EnvWorkspace, tool: str, **args: Any) -> dict[str, Any]:
     spec = load_builtin_tools().get(tool)
     assert spec is not None
-    return await invoke(spec, args, ToolContext(workspace=ws))
+    state = SESSIONS.setdefault(ws, ToolState())
+    return await invoke(spec, args, ToolContext(workspace=ws, state=state))
 
 
 async def test_a_planted_file_is_there(workspace: EnvWorkspace, project: Path) -> None:
