@@ -15,6 +15,7 @@ from benchmarks import (
     learning,
     lsp,
     recall,
+    shell,
     stall,
     subagents,
     web_mcp,
@@ -23,7 +24,7 @@ from benchmarks import (
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
-          **web_mcp.BENCHMARKS}
+          **web_mcp.BENCHMARKS, **shell.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

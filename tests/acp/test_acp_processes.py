@@ -1,0 +1,119 @@
+"""Background processes through ACP: an editor terminal the user watches, notices when they end,
+and nothing left once the session closes or the agent is killed. A real `talaria acp`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from talaria.tools.procs import start_time
+from tests.acp_harness import Editor
+from tests.exec_helpers import wait_for
+
+
+def call(name: str, **arguments: object) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def results(fake_llm: Any) -> list[dict[str, Any]]:
+    """Tool results the model was sent, in order (OpenAI format)."""
+    out = []
+    for request in fake_llm.requests:
+        for message in request["json"].get("messages", []):
+            if message.get("role") == "tool":
+                out.append(json.loads(message["content"]))
+    return out
+
+
+def sent_texts(fake_llm: Any) -> list[str]:
+    return [m["content"] for r in fake_llm.requests for m in r["json"].get("messages", [])
+            if m.get("role") == "user" and isinstance(m.get("content"), str)]
+
+
+def pid_in(path: Path) -> int | None:
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text.isdigit() else None
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "agent-process"])
+def test_background_process_lifecycle(tmp_path: Path, fake_llm: Any, terminal: bool) -> None:
+    fake_llm.script([
+        call("terminal", command="echo $$ > pid; echo up; sleep 300", background=True),
+        {"text": "Started."},
+    ])
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize(terminal=terminal)
+        sid = ed.new_session()
+        assert ed.prompt(sid, "start it")["stopReason"] == "end_turn"
+        started = results(fake_llm)[-1]
+        proc_id = started["session_id"]
+        pid = ed.wait_for(lambda: pid_in(ed.project / "pid"), what="the process")
+        if terminal:  # it is an editor terminal, embedded in the tool card, with the agent's marks
+            [term_id] = ed.terminals
+            create = [m for d, m in ed.transcript() if m.get("method") == "terminal/create"][-1]
+            names = {e["name"] for e in create["params"]["env"]}
+            assert {"TALARIA_AGENT", "TALARIA_PROC"} <= names
+            cards = ed.tool_cards(sid)
+            assert any(c.get("content") and c["content"][0].get("terminalId") == term_id
+                       for updates in cards.values() for c in updates), cards
+        fake_llm.script([call("process", action="poll", session_id=proc_id), {"text": "Polled."}])
+        ed.prompt(sid, "how is it?")
+        polled = results(fake_llm)[-1]
+        assert polled["status"] == "running" and "up" in polled["new_output"]
+        fake_llm.script([call("process", action="kill", session_id=proc_id), {"text": "Killed."}])
+        ed.prompt(sid, "stop it")
+        assert results(fake_llm)[-1]["status"] == "killed"
+        assert wait_for(lambda: start_time(pid) is None, 10)
+        if terminal:
+            assert ed.wait_for(lambda: ed.terminals[term_id].released, what="the release")
+
+
+def test_notify_on_complete_reaches_the_model_and_the_editor(tmp_path: Path, fake_llm: Any) -> None:
+    fake_llm.script([
+        call("terminal", command="sleep 1; echo built ok; exit 0", background=True,
+             notify_on_complete=True),
+        {"text": "Building in the background."},
+    ])
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize()
+        sid = ed.new_session()
+        ed.prompt(sid, "build it")
+        proc_id = results(fake_llm)[-1]["session_id"]
+        notice = f"Background process {proc_id}"
+        ed.wait_for(lambda: any(notice in u["content"]["text"]
+                                for u in ed.updates(sid, "agent_message_chunk")), what="the notice")
+        fake_llm.script([{"text": "It built."}])
+        ed.prompt(sid, "and?")
+        [note] = [t for t in sent_texts(fake_llm) if t.startswith(f"[{notice}")]
+        assert "exit code 0" in note and "built ok" in note
+        [term] = ed.terminals.values()  # it ran in the editor's terminal, released at its end
+        assert ed.wait_for(lambda: term.released, what="the release")
+
+
+@pytest.mark.parametrize("how", ["session/close", "kill -9"])
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "agent-process"])
+def test_nothing_outlives_its_session_or_agent(tmp_path: Path, fake_llm: Any, how: str,
+                                               terminal: bool) -> None:
+    fake_llm.script([
+        call("terminal", command="sleep 300 & echo $! > child; echo $$ > pid; sleep 300",
+             background=True),
+        {"text": "Started."},
+    ])
+    ed = Editor(tmp_path, fake_llm)
+    try:
+        ed.initialize(terminal=terminal)
+        sid = ed.new_session()
+        ed.prompt(sid, "start it")
+        pids = ed.wait_for(lambda: (pid_in(ed.project / "pid"), pid_in(ed.project / "child"))
+                           if pid_in(ed.project / "child") and pid_in(ed.project / "pid") else None,
+                           what="the processes")
+        if how == "session/close":
+            assert ed.request("session/close", {"sessionId": sid}) == {}
+        else:
+            ed.kill9()
+        assert wait_for(lambda: all(start_time(p) is None for p in pids), 15), "a process survived"
+    finally:
+        ed.close(check=how != "kill -9")
