@@ -123,7 +123,10 @@ def start_dir(shell: ShellState, ctx: ToolContext) -> Path:
 
 
 def shell_of(ctx: ToolContext) -> ShellState:
-    """The session's shell in the environment the workspace acts in now."""
+    """The session's shell in the environment the workspace acts in now (a fresh one per
+    command where the environment says `track_cwd = false`)."""
+    if not getattr(getattr(ctx.workspace, "env", None), "keeps_shell", True):
+        return ShellState()
     where = getattr(ctx.workspace, "name", "local")
     return ctx.state.shells.setdefault(str(where), ShellState())
 

@@ -31,8 +31,6 @@ class CommandResult:
     timed_out: bool = False
     terminal_id: str | None = None
     """Set when the command ran in the editor's terminal."""
-    cwd: str | None = None
-    """Where the shell ended, when the workspace carries it to the next command (SSH)."""
     state: bytes | None = None
     """With `shell`: what the command's EXIT trap saved (`talaria.tools.shell`); None
     when it saved nothing (killed, timed out, replaced by exec)."""

@@ -16,7 +16,7 @@ by the agent. A control message names the streams it uses:
      "channel": S | null (a socketpair whose fd replaces "{fd}" in argv),
      "files": {NAME: TEXT} (written to a private dir that replaces "{dir}" in argv, cwd
      and env values),
-     "scrub": {"keep": [GLOB], "secret": [WORD], "pass": [GLOB]} | null, "track_cwd": BOOL,
+     "scrub": {"keep": [GLOB], "secret": [WORD], "pass": [GLOB]} | null,
      "report": [NAME] (files of the private dir to send back with the status)}
     {"op": "signal", "status": S, "sig": N}                      -> the process group of S
     {"op": "call", "fn": "read" | "write" | "stat" | "search" | "changed" | "now" | "mkdir",
@@ -26,7 +26,7 @@ by the agent. A control message names the streams it uses:
     {"op": "tar_in", "root": DIR, "stream": S, "reply": S2}     <- tar bytes on S
 
 A spawned process runs in its own process group; its status stream gets
-`{"code": N | null, "signal": N | null, "cwd": DIR | null, "report": {NAME: TEXT | null}}`
+`{"code": N | null, "signal": N | null, "report": {NAME: TEXT | null}}`
 (or `{"error", "type"}` when it
 could not start) once it exited and its output
 ended (children that keep a pipe open are killed with the group after DRAIN_S). When the
@@ -131,7 +131,6 @@ def spawn(msg):
     if msg.get("channel") is not None:
         channel, theirs = socket.socketpair()
         pass_fds = (theirs.fileno(),)
-    cwd_file = os.path.join(private, "cwd") if msg.get("track_cwd") else None
     if msg.get("command") is not None:
         shell = shutil.which("bash") or "/bin/sh"
         # Over SSH bash sources ~/.bashrc again for every command when SHLVL < 1 (its
@@ -139,8 +138,6 @@ def spawn(msg):
         # what the login's bashrc set.
         env["SHLVL"] = str(max(int(env.get("SHLVL") or 0), 1)) if env.get("SHLVL", "0").isdigit() else "1"
         text = msg["command"]
-        if cwd_file:  # the shell's last directory, even after `exit N`
-            text = f"trap 'pwd -P >{quote(cwd_file)} 2>/dev/null' EXIT\n{text}"
         if "prologue" in (msg.get("files") or {}) and not shell.endswith("bash"):
             text = f". {quote(os.path.join(private, 'prologue'))}\n{text}"  # sh has no BASH_ENV
         argv = [shell, "-c", text]
@@ -179,10 +176,10 @@ def spawn(msg):
         _stdin_streams[msg["stdin"]] = (proc.stdin, False)
     for t in readers:
         t.start()
-    threading.Thread(target=wait, args=(proc, readers, msg, private, cwd_file), daemon=True).start()
+    threading.Thread(target=wait, args=(proc, readers, msg, private), daemon=True).start()
 
 
-def wait(proc, readers, msg, private, cwd_file):
+def wait(proc, readers, msg, private):
     code = proc.wait()
     for t in readers:
         t.join(DRAIN_S)
@@ -197,15 +194,7 @@ def wait(proc, readers, msg, private, cwd_file):
                 entry[0].close()
     with _groups_lock:
         _groups.pop(msg["status"], None)
-    cwd = None
-    if cwd_file:
-        try:
-            with open(cwd_file) as f:
-                cwd = f.read().strip() or None
-        except OSError:
-            pass
-    status = {"code": code if code >= 0 else None, "signal": -code if code < 0 else None,
-              "cwd": cwd}
+    status = {"code": code if code >= 0 else None, "signal": -code if code < 0 else None}
     if msg.get("report"):
         status["report"] = {name: read_report(os.path.join(private, name)) for name in msg["report"]}
     shutil.rmtree(private, ignore_errors=True)

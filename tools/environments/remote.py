@@ -60,36 +60,20 @@ class PathMap:
 
 
 class HelperCommands:
-    """`run` through the helper; the caller keeps files where they are.
+    """`run` through the helper; the caller keeps files where they are. A command's shell
+    state (`talaria.tools.shell`) travels as a prologue file and comes back with its status,
+    its directory turned back into the project's local path."""
 
-    With `track_cwd` (SSH), a command given no other directory than the project's starts
-    where the previous one ended, as in a terminal on that host (`cd` persists); the result
-    says where the shell ended. A tracked directory that is gone falls back to the project."""
-
-    def __init__(self, mux: Mux, paths: PathMap, *, track_cwd: bool = False) -> None:
+    def __init__(self, mux: Mux, paths: PathMap) -> None:
         self.mux = mux
         self.paths = paths
-        self.track_cwd = track_cwd
-        self.tracked: str | None = None
-        """The remote directory the last command ended in (with `track_cwd`)."""
 
     async def run(
         self, command: str, *, cwd: Path, timeout: float, output_limit: int,
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None, shell: str | None = None,
     ) -> CommandResult:
-        start = self.paths.out(cwd)
-        tracked = (shell is None and self.track_cwd and self.tracked is not None
-                   and Path(cwd) == self.paths.local)
-        if tracked:
-            start = str(self.tracked)
-        try:
-            return await self._run(command, start, timeout, output_limit, shell)
-        except FileNotFoundError:
-            if not tracked:
-                raise
-            self.tracked = None  # it was removed meanwhile: back to the project
-            return await self._run(command, self.paths.out(cwd), timeout, output_limit, shell)
+        return await self._run(command, self.paths.out(cwd), timeout, output_limit, shell)
 
     async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
                     name: str, log: ProcessLog, shell: str | None = None) -> Background:
@@ -131,7 +115,6 @@ class HelperCommands:
         try:
             mux.send_json({"op": "spawn", "command": command, "cwd": start, "stdout": out_id,
                            "stderr": None, "stdin": None, "status": status_id,
-                           "track_cwd": self.track_cwd and shell is None,
                            **self.shell_spawn(shell)})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pump)
@@ -159,14 +142,10 @@ class HelperCommands:
         if status.get("error"):
             raise WorkspaceError(f"{mux.where}: {status['error']}")
         output, omitted = head_tail.result()
-        ended = status.get("cwd") if self.track_cwd else None
-        if ended:
-            self.tracked = ended
         report = status.get("report") or {}
         return CommandResult(exit_code=None if timed_out else status.get("code"),
                              output=self.paths.back(output), omitted_bytes=omitted,
-                             timed_out=timed_out, cwd=self.paths.back(ended) if ended else None,
-                             state=self._state(report.get("state")),
+                             timed_out=timed_out, state=self._state(report.get("state")),
                              state_start=self._state(report.get("state.start")))
 
     def _state(self, text: Any) -> bytes | None:
@@ -192,8 +171,8 @@ class HelperCommands:
 class RemoteWorkspace(HelperCommands):
     """Files and commands in the environment (SSH host, cloud sandbox)."""
 
-    def __init__(self, mux: Mux, paths: PathMap, base: Workspace, *, track_cwd: bool = False) -> None:
-        super().__init__(mux, paths, track_cwd=track_cwd)
+    def __init__(self, mux: Mux, paths: PathMap, base: Workspace) -> None:
+        super().__init__(mux, paths)
         self.cwd = base.cwd
         self.roots = base.roots
 

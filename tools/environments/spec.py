@@ -53,7 +53,8 @@ SCHEMAS: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
         "workdir": ((str, type(None)), None, "remote project copy (default ~/.talaria/work/NAME-HASH)"),
         "sync": (str, "auto", "auto (rsync if both ends have it, else tar), rsync or tar"),
         "options": (list, [], "more `-o` options for ssh"),
-        "track_cwd": (bool, True, "a `cd` carries over to the next command, as in a terminal there"),
+        "track_cwd": (bool, True, "`cd` and exports carry over to the next command (false: "
+                                  "each command starts afresh in the project)"),
     },
     "singularity": {
         "binary": ((str, type(None)), None, "apptainer or singularity (default: whichever is found)"),

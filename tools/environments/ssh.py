@@ -66,8 +66,8 @@ class SshEnvironment:
         self.workdir: PurePosixPath | None = None
         self.synced_at: float | None = None
         self.workspace: RemoteWorkspace | None = None
-        """Kept across calls: it carries the tracked working directory."""
         self.ssh = shutil.which("ssh")
+        self.keeps_shell = bool(self.settings["track_cwd"])
 
     @property
     def host(self) -> str:
@@ -114,8 +114,7 @@ class SshEnvironment:
                 await self.sync_up()
         assert self.workdir is not None
         if self.workspace is None or self.workspace.mux is not self.mux:
-            self.workspace = RemoteWorkspace(self.mux, PathMap(self.cwd, self.workdir), base,
-                                             track_cwd=bool(self.settings["track_cwd"]))
+            self.workspace = RemoteWorkspace(self.mux, PathMap(self.cwd, self.workdir), base)
         return self.workspace
 
     # -- sync ----------------------------------------------------------------------------

@@ -64,6 +64,17 @@ async def test_a_dropped_connection_mid_command_is_an_error_not_a_hang(
         ws.close()
 
 
+async def test_track_cwd_false_starts_every_command_afresh(request: pytest.FixtureRequest,
+                                                          project: Path) -> None:
+    ws = make_workspace("ssh", request, project, track_cwd=False)
+    try:
+        await call(ws, "terminal", command="mkdir -p a && cd a && export X=1")
+        here = await call(ws, "terminal", command='pwd; echo "${X-none}"')
+        assert here["output"] == f"{project}\nnone\n"
+    finally:
+        ws.close()
+
+
 async def test_a_changed_host_key_is_refused(request: pytest.FixtureRequest, project: Path) -> None:
     ws = make_workspace("ssh", request, project, wrong_key=True)
     with pytest.raises(EnvError, match="Host key verification failed|REMOTE HOST IDENTIFICATION"):
