@@ -31,6 +31,9 @@ def replay_updates(
                 bool(message.get("fallback")), message.get("error"),
             )
             yield compaction(event, client_supports=compaction_updates)
+        elif role == "user" and message.get("process_note"):  # shown live as a notice
+            first = str(message.get("content") or "").strip("[]").splitlines()[0:1]
+            yield {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {''.join(first)}\n")}
         elif role == "user":
             yield from _user(message.get("content"))
         elif role == "assistant":

@@ -91,6 +91,12 @@ def test_notify_on_complete_reaches_the_model_and_the_editor(tmp_path: Path, fak
         assert "exit code 0" in note and "built ok" in note
         [term] = ed.terminals.values()  # it ran in the editor's terminal, released at its end
         assert ed.wait_for(lambda: term.released, what="the release")
+    with Editor(tmp_path, fake_llm) as ed:  # loaded again: the note replays as a notice
+        ed.initialize()
+        ed.request("session/load", {"sessionId": sid, "cwd": str(ed.project), "mcpServers": []})
+        users = "".join(u["content"]["text"] for u in ed.updates(sid, "user_message_chunk"))
+        agent = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        assert notice not in users and notice in agent
 
 
 @pytest.mark.parametrize("how", ["session/close", "kill -9"])

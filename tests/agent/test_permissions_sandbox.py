@@ -82,6 +82,25 @@ def test_unseen_commands_and_scripts_cannot_change_a_rejected_path(rejected: Ses
 
 
 @pytest.mark.parametrize("rejected", CONFINED, indirect=True)
+def test_unseen_background_processes_are_confined_the_same(rejected: Session) -> None:
+    env = rejected.cwd / ".env"
+
+    async def start_and_wait() -> tuple[dict[str, Any], dict[str, Any]]:  # one event loop
+        started = await call_nested(rejected, "terminal", {
+            "background": True,
+            "command": "f=.en; echo X > ${f}v; echo status=$?; echo more >> notes.txt"})
+        return started, await call_nested(rejected, "process", {
+            "action": "wait", "session_id": started["session_id"], "timeout": 30})
+
+    started, done = anyio.run(start_and_wait)
+    assert started["status"] == "running" and started["sandbox"].startswith(SANDBOX_NOTE), started
+    assert "status=1" in done["output"] or "status=2" in done["output"], done
+    assert env.read_text() == ENV
+    assert (rejected.cwd / "notes.txt").read_text() == "notes\nmore\n"
+    assert len(rejected.permissions.asker.asked) == 1, "it did not ask"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("rejected", CONFINED, indirect=True)
 def test_unseen_commands_write_nothing_outside_the_project(rejected: Session, tmp_path: Path) -> None:
     outside = Path("/var/tmp") / f"talaria-outside-{tmp_path.name}"
     beside = tmp_path / "beside.txt"
