@@ -99,7 +99,7 @@ def test_notify_on_complete_reaches_the_model_and_the_editor(tmp_path: Path, fak
         assert notice not in users and notice in agent
 
 
-@pytest.mark.parametrize("how", ["session/close", "kill -9"])
+@pytest.mark.parametrize("how", ["session/close", "exit", "kill -9"])
 @pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "agent-process"])
 def test_nothing_outlives_its_session_or_agent(tmp_path: Path, fake_llm: Any, how: str,
                                                terminal: bool) -> None:
@@ -118,6 +118,8 @@ def test_nothing_outlives_its_session_or_agent(tmp_path: Path, fake_llm: Any, ho
                            what="the processes")
         if how == "session/close":
             assert ed.request("session/close", {"sessionId": sid}) == {}
+        elif how == "exit":  # the editor closes the agent's stdin: it exits cleanly
+            assert ed.close() == 0
         else:
             ed.kill9()
         assert wait_for(lambda: all(start_time(p) is None for p in pids), 15), "a process survived"
