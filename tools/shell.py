@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 STATE_VAR = "TALARIA_SHELL_STATE"
@@ -119,6 +120,40 @@ class ShellState:
                             if k not in VOLATILE and _name(k) and self.base.get(k) != v}
             self.unset = {k for k in self.base if k not in env and k not in VOLATILE and _name(k)}
         return note
+
+
+def inband(prologue: str, command: str) -> tuple[str, str]:
+    """For runners that start each command by one `exec` (no file comes back, no
+    `$BASH_ENV`): a script of the prologue and `command` whose EXIT trap also prints the
+    saved state and start snapshot at the end of its output, each after a marker; and the
+    marker, for `split_inband`.
+    Exports `$TALARIA_SHELL_STATE` itself (a file in the environment's /tmp)."""
+    mark = f"\0talaria-state-{secrets.token_hex(8)}\0"
+    path = f"/tmp/.talaria-state-{secrets.token_hex(6)}"
+    printed = f"printf '\\000talaria-state-{mark[15:-1]}\\000'"
+    emit = (f"__talaria_save \"$__talaria_state\"; {printed}; cat \"$__talaria_state\" 2>/dev/null; "
+            f"{printed}; cat \"$__talaria_state.start\" 2>/dev/null; "
+            "rm -f \"$__talaria_state\" \"$__talaria_state.start\"")
+    script = (f"export {STATE_VAR}={path}\n{prologue}"
+              f"trap {_quote(emit)} EXIT\n{command}")
+    return script, mark
+
+
+def split_inband(output: bytes, mark: str) -> tuple[bytes, bytes | None, bytes | None]:
+    """(the command's own output, its state, its start snapshot) from `inband`'s output."""
+    parts = output.split(mark.encode())
+    if len(parts) < 3:
+        return output, None, None
+    return mark.encode().join(parts[:-2]), parts[-2] or None, parts[-1] or None
+
+
+def map_state(raw: bytes | None, back: Callable[[str], str]) -> bytes | None:
+    """A saved state with its directory turned back into the project's local path (`back`:
+    an environment's path map)."""
+    if not raw:
+        return None
+    cwd, sep, rest = raw.partition(b"\0")
+    return back(cwd.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape") + sep + rest
 
 
 def state_path(directory: str) -> str:

@@ -30,6 +30,7 @@ from talaria.tools.local.files import BINARY_SNIFF_BYTES, MAX_READ_BYTES
 from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
 from talaria.tools.local.walk import MAX_MATCHES, expand_braces
 from talaria.tools.local.workspace import _HeadTail
+from talaria.tools.shell import inband, map_state, split_inband
 from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
 
 KILL_AFTER_S = 2
@@ -124,7 +125,9 @@ class CloudWorkspace:
 
     async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
                   on_terminal: Any = None, sandbox: Any = None, shell: str | None = None) -> CommandResult:
-        # `shell` is not applied: one exec per command keeps no shell state (see the README).
+        mark = None
+        if shell is not None:  # the shell's state comes back at the end of the output
+            command, mark = inband(shell, command)
         pidfile = f"/tmp/.talaria-cmd-{secrets.token_hex(6)}"
         script = (f"cd {shlex.quote(self.paths.out(cwd))} 2>/dev/null || exit 127; echo $$ > {pidfile}; "
                   f"exec timeout -k {KILL_AFTER_S} {int(timeout)} \"$(command -v bash || echo sh)\" "
@@ -138,13 +141,18 @@ class CloudWorkspace:
             raise
         if code == 127 and not out.strip():
             raise FileNotFoundError(str(cwd))
+        state = start = None
+        if mark is not None:
+            out, state, start = split_inband(out, mark)
         head_tail = _HeadTail(output_limit)
         head_tail.feed(out)
         text, omitted = head_tail.result()
         # GNU timeout exits 124, busybox's 143 (its SIGTERM); 137 after the SIGKILL.
         timed_out = code in (124, 137, 143) and time.monotonic() - started >= timeout - 0.5
         return CommandResult(exit_code=None if timed_out else code, output=self.paths.back(text),
-                             omitted_bytes=omitted, timed_out=timed_out)
+                             omitted_bytes=omitted, timed_out=timed_out,
+                             state=map_state(state, self.paths.back),
+                             state_start=map_state(start, self.paths.back))
 
 
 class CloudEnvironment:

@@ -9,6 +9,7 @@ the local client alone would leave it running there).
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shlex
 import subprocess
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from talaria.tools.local.workspace import run_command
+from talaria.tools.shell import inband, split_inband
 from talaria.tools.workspace import CommandResult
 
 if TYPE_CHECKING:
@@ -43,9 +45,11 @@ class ExecCommands:
         on_terminal: Callable[[str], Awaitable[None]] | None = None,
         sandbox: SandboxSpec | None = None, shell: str | None = None,
     ) -> CommandResult:
-        # `shell` is not applied: one exec per command keeps no shell state (see the README).
         if not cwd.is_dir():  # the project is mounted at its own path: a local check says it
             raise FileNotFoundError(str(cwd))
+        mark = None
+        if shell is not None:  # the shell's state comes back at the end of the output
+            command, mark = inband(shell, command)
         pidfile = f"/tmp/.talaria-{secrets.token_hex(6)}.pid"
         try:
             result = await run_command(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
@@ -58,7 +62,11 @@ class ExecCommands:
             await anyio.to_thread.run_sync(self.kill_group, pidfile)
         else:  # background children die with the command, as locally; off the critical path
             threading.Thread(target=self.kill_group, args=(pidfile,), daemon=True).start()
-        return result
+        if mark is None:
+            return result
+        out, state, start = split_inband(result.output.encode("utf-8", "surrogateescape"), mark)
+        return dataclasses.replace(result, output=out.decode("utf-8", "replace"), state=state,
+                                   state_start=start)
 
     def kill_group(self, pidfile: str) -> None:
         script = (f"p=$(cat {pidfile} 2>/dev/null) && kill -KILL -$p 2>/dev/null; "

@@ -150,10 +150,11 @@ class HelperCommands:
 
     def _state(self, text: Any) -> bytes | None:
         """A saved shell state, its directory turned back into the project's local path."""
-        if not isinstance(text, str) or not text:
+        from talaria.tools.shell import map_state
+
+        if not isinstance(text, str):
             return None
-        cwd, sep, rest = text.partition("\0")
-        return (self.paths.back(cwd) + sep + rest).encode("utf-8", "surrogateescape")
+        return map_state(text.encode("utf-8", "surrogateescape"), self.paths.back)
 
     async def _kill(self, status_id: int, box: Any) -> dict[str, Any] | None:
         """SIGTERM the command's group, SIGKILL after TERM_GRACE_S; its final status."""

@@ -75,6 +75,12 @@ async def test_the_tools_work_in_the_sandbox_and_edits_come_back(
         assert ran["output"].splitlines()[0] == str(project)  # shown as the project's path
         found = await call(ws, "search_files", pattern="X = ")
         assert [m["path"] for m in found["matches"]] == ["src/new.py"]
+        moved = await call(ws, "terminal", command="cd src && export V='a b'")
+        assert moved["cwd"] == str(project / "src")  # the shell's state rides on the output
+        here = await call(ws, "terminal", command='pwd; echo "$V"')
+        assert here["output"] == f"{project / 'src'}\na b\n"
+        refused = await call(ws, "terminal", command="sleep 1", background=True)
+        assert "one exec each" in refused["error"]
         slow = await call(ws, "terminal", command="sleep 30", timeout=1)
         assert slow["timed_out"]
         missing = await call(ws, "read_file", path="nope.txt")

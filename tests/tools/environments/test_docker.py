@@ -163,6 +163,13 @@ async def test_an_image_without_python_runs_commands_by_exec(project: Path, imag
         ran = await call(ws, "terminal", command="cat seed.txt; command -v python3 || echo none")
         assert ran["exit_code"] == 0 and ran["output"].split()[-1] == "none"
         assert "planted" in ran["output"]
+        moved = await call(ws, "terminal", command="mkdir -p d && cd d && export V='a b'")
+        assert moved["cwd"] == str(project / "d")  # the shell's state rides on the output
+        here = await call(ws, "terminal", command='pwd; echo "$V"')
+        assert here["output"] == f"{project / 'd'}\na b\n"
+        refused = await call(ws, "terminal", command="sleep 1", background=True)
+        assert "needs python3 in the image" in refused["error"]
+        await call(ws, "terminal", command="cd ..")
         slow = await call(ws, "terminal", command="sleep 300 & echo $! > bg.pid; sleep 300", timeout=1)
         assert slow["timed_out"]
         assert await state(ws, "$(cat bg.pid)") == "gone"  # killed in the container, not only here
