@@ -18,7 +18,7 @@ import shlex
 import tarfile
 import time
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -32,6 +32,9 @@ from talaria.tools.local.walk import MAX_MATCHES, expand_braces
 from talaria.tools.local.workspace import _HeadTail
 from talaria.tools.shell import inband, map_state, split_inband
 from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
+
+if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
 
 KILL_AFTER_S = 2
 """`timeout -k`: SIGKILL this long after the SIGTERM of a timed-out command."""
@@ -89,6 +92,20 @@ class CloudWorkspace:
 
     async def exec(self, script: str, cwd: str | None, timeout: float) -> tuple[int | None, bytes]:
         return await self._call(self.adapter.exec, ["sh", "-c", script], cwd, timeout)
+
+    async def start(self, command: str, *, cwd: Path, sandbox: Any = None, name: str,
+                    log: ProcessLog, shell: str | None = None) -> Background:
+        from talaria.tools.environments.polled import EXEC_TIMEOUT_S, PolledBackground
+
+        async def run(script: str, timeout: float) -> tuple[int | None, bytes]:
+            return await self.exec(script, None, timeout)
+
+        def run_sync(script: str) -> object:
+            return self.adapter.exec(["sh", "-c", script], None, EXEC_TIMEOUT_S)
+
+        return await PolledBackground.start(
+            run, run_sync, (shell or "") + command, cwd=self.paths.out(cwd), name=name, log=log,
+            where=self.where, back=self.paths.back)
 
     async def read_text(self, path: Path) -> str:
         data: bytes = await self._call(self.adapter.read, self.paths.out(path))

@@ -25,6 +25,7 @@ from talaria.tools.shell import inband, split_inband
 from talaria.tools.workspace import CommandResult
 
 if TYPE_CHECKING:
+    from talaria.tools.processes.base import Background, ProcessLog
     from talaria.tools.sandbox.tiers import SandboxSpec
 
 KILL_TIMEOUT_S = 30.0
@@ -67,6 +68,26 @@ class ExecCommands:
         out, state, start = split_inband(result.output.encode("utf-8", "surrogateescape"), mark)
         return dataclasses.replace(result, output=out.decode("utf-8", "replace"), state=state,
                                    state_start=start)
+
+    async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
+                    name: str, log: ProcessLog, shell: str | None = None) -> Background:
+        from talaria.tools.environments.polled import PolledBackground
+
+        if not cwd.is_dir():
+            raise FileNotFoundError(str(cwd))
+        return await PolledBackground.start(
+            self.exec, self.exec_sync, (shell or "") + command, cwd=str(cwd), name=name, log=log,
+            where=f"container {self.container}", back=str)
+
+    async def exec(self, script: str, timeout: float) -> tuple[int | None, bytes]:
+        """A short `sh` script in the container: (exit code, output)."""
+        result = await run_command(script, cwd=Path("/"), timeout=timeout, output_limit=1 << 22,
+                                   argv=[self.engine, "exec", self.container, "sh", "-c", script])
+        return result.exit_code, result.output.encode("utf-8", "surrogateescape")
+
+    def exec_sync(self, script: str) -> None:
+        subprocess.run([self.engine, "exec", self.container, "sh", "-c", script],
+                       capture_output=True, timeout=KILL_TIMEOUT_S, stdin=subprocess.DEVNULL)
 
     def kill_group(self, pidfile: str) -> None:
         script = (f"p=$(cat {pidfile} 2>/dev/null) && kill -KILL -$p 2>/dev/null; "

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from talaria.tools.environments.base import EnvWorkspace, open_environment
@@ -79,8 +80,13 @@ async def test_the_tools_work_in_the_sandbox_and_edits_come_back(
         assert moved["cwd"] == str(project / "src")  # the shell's state rides on the output
         here = await call(ws, "terminal", command='pwd; echo "$V"')
         assert here["output"] == f"{project / 'src'}\na b\n"
-        refused = await call(ws, "terminal", command="sleep 1", background=True)
-        assert "one exec each" in refused["error"]
+        bg = await call(ws, "terminal", background=True, command='echo "bg in $(pwd) $V"; sleep 300')
+        with anyio.fail_after(30):
+            while "bg in" not in (log := await call(ws, "process", action="log",
+                                                    session_id=bg["session_id"]))["output"]:
+                await anyio.sleep(0.2)
+        assert log["output"] == f"bg in {project / 'src'} a b"  # the project's paths
+        assert (await call(ws, "process", action="kill", session_id=bg["session_id"]))["status"] == "killed"
         slow = await call(ws, "terminal", command="sleep 30", timeout=1)
         assert slow["timed_out"]
         missing = await call(ws, "read_file", path="nope.txt")

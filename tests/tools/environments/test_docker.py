@@ -167,8 +167,7 @@ async def test_an_image_without_python_runs_commands_by_exec(project: Path, imag
         assert moved["cwd"] == str(project / "d")  # the shell's state rides on the output
         here = await call(ws, "terminal", command='pwd; echo "$V"')
         assert here["output"] == f"{project / 'd'}\na b\n"
-        refused = await call(ws, "terminal", command="sleep 1", background=True)
-        assert "needs python3 in the image" in refused["error"]
+        await background_by_exec(ws, project)
         await call(ws, "terminal", command="cd ..")
         slow = await call(ws, "terminal", command="sleep 300 & echo $! > bg.pid; sleep 300", timeout=1)
         assert slow["timed_out"]
@@ -179,3 +178,27 @@ async def test_an_image_without_python_runs_commands_by_exec(project: Path, imag
     finally:
         ws.close()
     assert not containers("no-python")
+
+
+async def background_by_exec(ws: object, project: Path) -> None:
+    """A background process where commands go by one exec each: started detached there,
+    polled, killed by its group; one left running ends with the session."""
+    from tests.tools.environments.test_env_tools import SESSIONS
+
+    started = await call(ws, "terminal", background=True,  # type: ignore[arg-type]
+                         command='echo "up in $(pwd) with $V"; sleep 300 & echo $! > kid; wait')
+    sid = started["session_id"]
+    with anyio.fail_after(30):
+        while "up in" not in (log := await call(ws, "process", action="log", session_id=sid))["output"]:  # type: ignore[arg-type]
+            await anyio.sleep(0.2)
+    assert log["output"] == f"up in {project / 'd'} with a b"
+    refused = await call(ws, "process", action="submit", session_id=sid, data="x")  # type: ignore[arg-type]
+    assert "takes no input" in refused["error"]
+    assert (await call(ws, "process", action="kill", session_id=sid))["status"] == "killed"  # type: ignore[arg-type]
+    kid = (project / "d" / "kid").read_text().strip() if (project / "d" / "kid").exists() else ""
+    left = await call(ws, "terminal", background=True, command="sleep 300")  # type: ignore[arg-type]
+    entry = SESSIONS[ws].processes.get(left["session_id"])  # type: ignore[index, union-attr]
+    SESSIONS[ws].close()  # type: ignore[index]
+    with anyio.fail_after(30):
+        await entry.proc.ended.wait()
+    assert entry.proc.killed and kid
