@@ -61,10 +61,14 @@ class EditorBackground(Background):
         if not cwd.is_dir():
             raise FileNotFoundError(str(cwd))
         state = StateFile(shell, sandbox).__enter__()
-        steps: list[Callable[[], None]] = [state.__exit__]
+        steps: list[Callable[[], None]] = [state.close]
         argv = ["bash", "-c", command]
         if state.sandbox is not None:
-            prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, False)
+            try:
+                prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, False)
+            except BaseException:
+                state.close()
+                raise
             argv = prepared.argv
             steps.append(prepared.cleanup)
 

@@ -101,9 +101,13 @@ class LocalWorkspace:
 
         state = StateFile(shell, sandbox).__enter__()
         argv = [_shell(), "-c", command]
-        cleanups = [state.__exit__]
+        cleanups: list[Callable[[], None]] = [state.close]
         if state.sandbox is not None:
-            prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, True)
+            try:
+                prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, True)
+            except BaseException:
+                state.close()
+                raise
             argv = prepared.argv
             cleanups.append(prepared.cleanup)
 
@@ -152,7 +156,11 @@ class StateFile:
         return dataclasses.replace(result, state=state, state_start=start)
 
     def __exit__(self, *exc: object) -> None:
-        if self.directory is not None:  # (a background process's: when it ended)
+        self.close()
+
+    def close(self) -> None:
+        """Remove its directory (a background process's: when it ended)."""
+        if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO
 
 import anyio
 
@@ -23,7 +24,7 @@ class ProcessLog:
         """Bytes the process wrote."""
         self.saved = 0
         self.tail = bytearray()
-        self._file = open(path, "wb", buffering=0)  # noqa: SIM115 -- closed by close()
+        self._file: IO[bytes] | None = open(path, "wb", buffering=0)  # noqa: SIM115 -- closed by close()
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)

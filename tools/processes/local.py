@@ -52,7 +52,8 @@ class LocalBackground(Background):
                 if cleanup is not None:
                     cleanup()
                 raise WorkspaceError(f"could not start the process: {exc}") from None
-            return cls(log, proc, procs.track(proc.pid, "background"), cleanup)
+            record = procs.track(proc.pid, "background")
+        return cls(log, proc, record, cleanup)
 
     async def watch(self) -> None:
         try:
