@@ -14,6 +14,7 @@ from talaria.tools.errors import WorkspaceError
 from talaria.tools.paths import resolve
 from talaria.tools.registry import tool
 from talaria.tools.shell import ShellState
+from talaria.tools.workspace import CommandResult
 
 OUTPUT_LIMIT = 30_000
 """Bytes of output kept: the first 40% and the last 60%, with the omitted count between."""
@@ -71,20 +72,21 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if ctx.report is not None:
             await ctx.report({"terminal_id": tid})
 
+    async def run_in(cwd: Path) -> CommandResult:
+        return await ctx.workspace.run(
+            command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT,
+            on_terminal=on_terminal, sandbox=ctx.sandbox, shell=shell.prologue())
+
     try:
         timeout = min(max(1, int(args.get("timeout") or DEFAULT_TIMEOUT)), MAX_TIMEOUT)
         cwd = resolve(str(workdir), ctx.cwd) if workdir else start_dir(shell, ctx)
         try:
-            result = await ctx.workspace.run(
-                command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT,
-                on_terminal=on_terminal, sandbox=ctx.sandbox, shell=shell.prologue())
+            result = await run_in(cwd)
         except FileNotFoundError:
             if workdir or cwd == ctx.cwd:
                 raise
             gone, shell.cwd, cwd = cwd, None, ctx.cwd  # removed where the files live (a host)
-            result = await ctx.workspace.run(
-                command, cwd=cwd, timeout=timeout, output_limit=OUTPUT_LIMIT,
-                on_terminal=on_terminal, sandbox=ctx.sandbox, shell=shell.prologue())
+            result = await run_in(cwd)
             moved = f"The shell's directory {gone} is gone: this command ran in {cwd}."
     except FileNotFoundError:
         return {"error": f"Working directory not found: {workdir or cwd}"}
