@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools import procs
-from talaria.tools.local.workspace import StateFile, sandboxed
+from talaria.tools.local.workspace import prepare_command
 from talaria.tools.processes.base import Background, ProcessLog
 from talaria.tools.workspace import WorkspaceError
 
@@ -60,23 +60,9 @@ class EditorBackground(Background):
                     shell: str | None) -> EditorBackground:
         if not cwd.is_dir():
             raise FileNotFoundError(str(cwd))
-        state = StateFile(shell, sandbox).__enter__()
-        steps: list[Callable[[], None]] = [state.close]
-        argv = ["bash", "-c", command]
-        if state.sandbox is not None:
-            try:
-                prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, False)
-            except BaseException:
-                state.close()
-                raise
-            argv = prepared.argv
-            steps.append(prepared.cleanup)
-
-        def cleanup() -> None:
-            for step in steps:
-                step()
-
-        env = terminal_env({**(state.env or {}), "TALARIA_PROC": name})
+        argv, extra, cleanup = await prepare_command(["bash", "-c", command], shell, sandbox,
+                                                     local=False)
+        env = terminal_env({**(extra or {}), "TALARIA_PROC": name})
         try:
             with anyio.CancelScope(shield=True):  # its answer must not be dropped (see run)
                 created = await ws.call("terminal/create", {

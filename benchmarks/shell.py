@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from benchmarks.env_sshd import free_port
 from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.context import ToolContext
@@ -88,12 +89,12 @@ async def _background() -> tuple[list[float], list[float]]:
         state = ToolState()
         ctx = ToolContext(workspace=LocalWorkspace(Path(tmp)), state=state)
         for _ in range(10):
-            port = _free_port()
+            port = free_port()
             started = time.perf_counter()
             out = await invoke(terminal, {"command": f"python3 -m http.server {port} --bind 127.0.0.1",
                                           "background": True}, ctx)
             returned.append(time.perf_counter() - started)
-            while not _answers(port):
+            while not answers(port):
                 await anyio.sleep(0.005)
             answered.append(time.perf_counter() - started)
             await invoke(process, {"action": "kill", "session_id": out["session_id"]}, ctx)
@@ -101,13 +102,8 @@ async def _background() -> tuple[list[float], list[float]]:
     return returned, answered
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _answers(port: int) -> bool:
+def answers(port: int) -> bool:
+    """Something listens on 127.0.0.1:`port`."""
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
+from benchmarks.env_sshd import free_port  # noqa: F401 -- the tests' helper too
+from benchmarks.shell import answers as listening  # noqa: F401
 from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.context import ToolContext
@@ -40,17 +41,6 @@ class Tools:
 
     def close(self) -> None:
         self.state.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 SERVER = "python3 -u -m http.server {port} --bind 127.0.0.1"

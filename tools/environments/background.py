@@ -17,7 +17,8 @@ from talaria.tools.processes.base import Background, ProcessLog
 if TYPE_CHECKING:
     from talaria.tools.environments.mux import Mux
 
-TERM_GRACE_S = 2.0
+DRAIN_S = 2.0
+"""After its end, how long the rest of its output may take to arrive."""
 
 
 class RemoteBackground(Background):
@@ -56,7 +57,7 @@ class RemoteBackground(Background):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump)
                 status = status_of(await self.boxes["status"].read_all())
-                with anyio.move_on_after(TERM_GRACE_S):
+                with anyio.move_on_after(DRAIN_S):
                     await self._drained.wait()
                 tg.cancel_scope.cancel()
         finally:
@@ -80,14 +81,8 @@ class RemoteBackground(Background):
                           .encode("utf-8", "surrogateescape"))
         self._drained.set()
 
-    async def kill(self) -> None:
-        self.killed = True
-        for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 10.0)):
-            if not self._signal(sig):
-                return
-            with anyio.move_on_after(grace):
-                await self.ended.wait()
-                return
+    async def send_signal(self, sig: int) -> bool:
+        return self._signal(sig)
 
     def kill_now(self) -> None:
         self.killed = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import signal
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -22,7 +23,6 @@ POLL_S = 1.0
 READ_BYTES = 1 << 20
 """Output read per poll at most (the rest comes at the next)."""
 EXEC_TIMEOUT_S = 30.0
-TERM_GRACE_S = 2.0
 SEP = b"\0talaria-out\0"
 
 
@@ -104,13 +104,9 @@ class PolledBackground(Background):
             self.log.feed(self.back(data.decode("utf-8", "surrogateescape"))
                           .encode("utf-8", "surrogateescape"))
 
-    async def kill(self) -> None:
-        self.killed = True
-        for sig, grace in (("TERM", TERM_GRACE_S), ("KILL", 10.0)):
-            await self.run(self._signal(sig), EXEC_TIMEOUT_S)
-            with anyio.move_on_after(grace):
-                await self.ended.wait()
-                return
+    async def send_signal(self, sig: int) -> bool:
+        code, _ = await self.run(self._signal(signal.Signals(sig).name[3:]), EXEC_TIMEOUT_S)
+        return code is not None
 
     def kill_now(self) -> None:
         self.killed = True

@@ -99,24 +99,34 @@ class LocalWorkspace:
     ) -> Background:
         from talaria.tools.processes.local import LocalBackground
 
-        state = StateFile(shell, sandbox).__enter__()
-        argv = [_shell(), "-c", command]
-        cleanups: list[Callable[[], None]] = [state.close]
-        if state.sandbox is not None:
-            try:
-                prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, True)
-            except BaseException:
-                state.close()
-                raise
-            argv = prepared.argv
-            cleanups.append(prepared.cleanup)
-
-        def cleanup() -> None:
-            for step in cleanups:
-                step()
-
+        argv, env, cleanup = await prepare_command([_shell(), "-c", command], shell, sandbox,
+                                                   local=True)
         return await LocalBackground.start(argv, cwd=cwd, name=name, log=log, cleanup=cleanup,
-                                           env=state.env)
+                                           env=env)
+
+
+async def prepare_command(
+    argv: list[str], shell: str | None, sandbox: SandboxSpec | None, *, local: bool,
+) -> tuple[list[str], dict[str, str] | None, Callable[[], None]]:
+    """For a process that outlives this call (a background one): `argv` wrapped in the
+    sandbox (its shell files writable there), the environment its shell needs, and what
+    removes both once it ended. `local`: spawned by this process, not by an editor."""
+    state = StateFile(shell, sandbox).__enter__()
+    cleanups: list[Callable[[], None]] = [state.close]
+    if state.sandbox is not None:
+        try:
+            prepared = await anyio.to_thread.run_sync(sandboxed, argv, state.sandbox, local)
+        except BaseException:
+            state.close()
+            raise
+        argv = prepared.argv
+        cleanups.append(prepared.cleanup)
+
+    def cleanup() -> None:
+        for step in cleanups:
+            step()
+
+    return argv, state.env, cleanup
 
 
 class StateFile:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import IO
 
@@ -13,6 +14,10 @@ TAIL_BYTES = 64 * 1024
 """Output kept in memory per process (the newest); the rest is read back from its log file."""
 LOG_FILE_BYTES = 16 * 1024 * 1024
 """Output saved per process; past it the rest is counted, not kept."""
+TERM_GRACE_S = 2.0
+"""`kill`: between SIGTERM and SIGKILL."""
+KILL_WAIT_S = 10.0
+"""`kill`: how long to wait for the end after SIGKILL (a remote end reports it)."""
 
 
 class ProcessLog:
@@ -101,8 +106,18 @@ class Background:
         """Bring `log` and `ended` up to date where nothing pushes them (the editor)."""
 
     async def kill(self) -> None:
-        """SIGTERM the process group, SIGKILL after a grace period; returns once it ended
-        (or the kill could not be delivered)."""
+        """SIGTERM the process group, SIGKILL after TERM_GRACE_S; returns once it ended (or
+        the kill could not be delivered, or KILL_WAIT_S passed)."""
+        self.killed = True
+        for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
+            if not await self.send_signal(sig):
+                return
+            with anyio.move_on_after(grace):
+                await self.ended.wait()
+                return
+
+    async def send_signal(self, sig: int) -> bool:
+        """Signal its process group; False when that cannot be done (the connection is gone)."""
         raise NotImplementedError
 
     def kill_now(self) -> None:

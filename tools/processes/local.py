@@ -88,13 +88,9 @@ class LocalBackground(Background):
                 self.log.feed(chunk)
         self._drained.set()
 
-    async def kill(self) -> None:
-        self.killed = True
-        for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-            self._kill_group(sig)
-            with anyio.move_on_after(grace):
-                await self.ended.wait()
-                return
+    async def send_signal(self, sig: int) -> bool:
+        self._kill_group(sig)
+        return True
 
     def kill_now(self) -> None:
         self.killed = True
