@@ -125,3 +125,25 @@ def test_nothing_outlives_its_session_or_agent(tmp_path: Path, fake_llm: Any, ho
         assert wait_for(lambda: all(start_time(p) is None for p in pids), 15), "a process survived"
     finally:
         ed.close(check=how != "kill -9")
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["editor-terminal", "agent-process"])
+def test_the_shell_remembers_in_the_editors_terminal_too(tmp_path: Path, fake_llm: Any,
+                                                          terminal: bool) -> None:
+    (tmp_path / "project" / "sub").mkdir(parents=True)
+    fake_llm.script([
+        call("terminal", command="cd sub && export COLOR=blue"),
+        call("terminal", command='pwd; echo "$COLOR"'),
+        {"text": "Done."},
+    ])
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize(terminal=terminal)
+        sid = ed.new_session()
+        ed.prompt(sid, "go")
+        moved, here = results(fake_llm)[-2:]
+        assert moved["cwd"] == str(ed.project / "sub")
+        assert here["output"] == f"{ed.project / 'sub'}\nblue\n"
+        if terminal:  # both ran in the editor's terminal, as the user's own commands
+            creates = [m["params"] for _, m in ed.transcript() if m.get("method") == "terminal/create"]
+            assert [c["args"][-1] for c in creates] == ["cd sub && export COLOR=blue",
+                                                        'pwd; echo "$COLOR"']
