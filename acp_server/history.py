@@ -31,7 +31,7 @@ def replay_updates(
                 bool(message.get("fallback")), message.get("error"),
             )
             yield compaction(event, client_supports=compaction_updates)
-        elif role == "user":
+        elif role == "user" and not message.get("tool_image"):  # a tool's image: its card shows the call
             yield from _user(message.get("content"))
         elif role == "assistant":
             if message.get("reasoning"):

@@ -50,6 +50,16 @@ def resolve(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(path))
 
 
+URL_PREFIXES = ("http://", "https://", "data:")
+"""What a path argument that may hold a URL (`ToolSpec.url_args`) holds when it is no path."""
+
+
+def is_url(raw: str) -> bool:
+    """`raw` is an http(s) or data: URL rather than a path (one rule for the dispatcher and
+    the tool, so a value is never judged as a URL by one and a path by the other)."""
+    return raw.strip().lower().startswith(URL_PREFIXES)
+
+
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 

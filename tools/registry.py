@@ -32,6 +32,9 @@ class ToolSpec:
     """True when calls never conflict (read-only); path-scoped tools use `path_args`."""
     path_args: tuple[str, ...] = ()
     """Argument names holding file paths: locations, overlap checks, root policy."""
+    url_args: tuple[str, ...] = ()
+    """Of `path_args`, those that may hold a URL instead (`talaria.tools.paths.is_url`): such
+    a value is no path; an http(s) one makes the call a `fetch` for the permission policy."""
     default_path: bool = False
     """A call without a path acts on the project root (search_files, terminal)."""
     command_arg: str | None = None
