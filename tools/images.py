@@ -114,12 +114,13 @@ def _encode(image: Any, source_format: str, source_size: tuple[int, int]) -> Pic
         if source_format in LOSSLESS_SOURCES or alpha:
             png = _save(image, "PNG", optimize=True)
             if len(png) <= MAX_OUTPUT_BYTES:
-                return Picture("image/png", png, *image.size, source_format, source_size)
+                return Picture("image/png", png, image.width, image.height, source_format, source_size)
         flat = image if not alpha else _on_white(image)
         for quality in JPEG_QUALITIES:
             jpeg = _save(flat, "JPEG", quality=quality, optimize=True)
             if len(jpeg) <= MAX_OUTPUT_BYTES:
-                return Picture("image/jpeg", jpeg, *image.size, source_format, source_size)
+                return Picture("image/jpeg", jpeg, image.width, image.height, source_format,
+                               source_size)
         if max(image.size) // 2 < MIN_EDGE:
             raise VisionError(f"the image cannot be made smaller than {MAX_OUTPUT_BYTES:,} bytes")
         image = image.resize((max(1, image.width // 2), max(1, image.height // 2)),

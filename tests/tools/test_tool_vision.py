@@ -15,9 +15,14 @@ from PIL import Image
 
 from benchmarks.webserver import PageServer
 from talaria.agent.loop import run_turn
-from talaria.tools import images
 from talaria.tools.errors import VisionError
-from talaria.tools.images import MAX_EDGE, MAX_INPUT_BYTES, MAX_INPUT_PIXELS, MAX_OUTPUT_BYTES, prepare
+from talaria.tools.images import (
+    MAX_EDGE,
+    MAX_INPUT_BYTES,
+    MAX_INPUT_PIXELS,
+    MAX_OUTPUT_BYTES,
+    prepare,
+)
 from tests.helpers import make_session, recorded
 
 VISION_MODEL = "openai:gpt-4o"
@@ -111,7 +116,7 @@ def test_truncated_jpeg_is_refused() -> None:
         prepare(whole[: len(whole) // 2])
 
 
-def test_input_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_input_bounds() -> None:
     with pytest.raises(VisionError, match="larger than 20 MiB"):
         prepare(b"\x89PNG" + b"\x00" * MAX_INPUT_BYTES)
     # A tiny file that declares more pixels than MAX_INPUT_PIXELS is not decoded.
@@ -128,10 +133,9 @@ def test_pillow_is_not_imported_at_start() -> None:
     import sys
 
     code = ("import sys; from talaria.tools.builtin import load_builtin_tools; load_builtin_tools(); "
-            "import talaria.agent.runtime; print('PIL' in sys.modules)")
+            "import talaria.agent.runtime, talaria.tools.image_sources; print('PIL' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-    assert images.__name__  # the module itself imports without Pillow
 
 
 # -- where it comes from ---------------------------------------------------------------------
