@@ -21,6 +21,7 @@ from talaria.agent.context.compaction import boundaries, compact
 from talaria.agent.context.summarizer import ProviderSummarizer
 from talaria.agent.loop import run_turn
 from talaria.agent.options import set_option
+from talaria.agent.skills.review import _turn_calls
 from talaria.agent.trajectories.export import ToolCatalog, export
 from talaria.agent.trajectories.model import build
 from talaria.tools.vision_analyze import NO_VISION
@@ -64,6 +65,8 @@ def test_openai_gets_the_image_in_a_user_message_after_the_tool_results(fake_llm
     assert result["attached"] is True and "_attach" not in result
     assert_pairs_complete([m for m in session.messages if not m.get("tool_image")])
     assert recorded(session).of("ToolCallFinished")[0].status == "completed"
+    # The skill review counts the turn's calls across the attached image.
+    assert _turn_calls(session.messages) == ["vision_analyze", "read_file"]
 
 
 def test_anthropic_gets_the_image_in_the_tool_results_user_turn(fake_llm, tmp_path: Path) -> None:

@@ -253,3 +253,18 @@ def test_reading_a_secret_or_outside_the_project_asks(fake_llm, tmp_path: Path) 
     result = call(session, fake_llm, {"image_url": "https://example.com/a.png", "question": "q"})
     assert result["rejected"] and asked[-1].kind == "fetch" and len(asked) == 3
     assert not attached(session)[1:]
+
+
+MAX_VISION_DEFINITION_CHARS = 500
+"""vision_analyze rides along in every request of a session that has it (beyond the default
+set's budget, like the web tools): keep it near 120 tokens."""
+
+
+def test_the_definition_is_small() -> None:
+    from talaria.tools.builtin import load_builtin_tools
+
+    spec = load_builtin_tools().get("vision_analyze")
+    assert spec is not None and spec.toolset == "vision"
+    assert len(json.dumps(spec.definition())) <= MAX_VISION_DEFINITION_CHARS
+    assert (spec.kind, spec.parallel_safe, spec.path_args, spec.url_args) == (
+        "read", True, ("image_url",), ("image_url",))
