@@ -212,6 +212,9 @@ def test_url_errors(fake_llm, tmp_path: Path) -> None:
     ({"image_url": "data:text/plain;base64,aGk=", "question": "q"}, "text/plain, not an image"),
     ({"image_url": "data:image/png;base64", "question": "q"}, "no ','"),
     ({"image_url": "ftp://example.com/a.png", "question": "q"}, "only http(s) and data: URLs"),
+    # Judged a path by the permission check, so never read as a URL to elsewhere.
+    ({"image_url": "file:///etc/passwd", "question": "q"}, "only http(s) and data: URLs"),
+    ({"image_url": "data:../../x.png;base64,AAAA", "question": "q"}, "not an image"),
     ({"image_url": "", "question": "q"}, "image_url is required"),
     ({"image_url": "shot.png", "question": " "}, "question is required"),
     ({"image_url": "shot.png"}, "Missing argument(s): question"),
@@ -268,3 +271,17 @@ def test_the_definition_is_small() -> None:
     assert len(json.dumps(spec.definition())) <= MAX_VISION_DEFINITION_CHARS
     assert (spec.kind, spec.parallel_safe, spec.path_args, spec.url_args) == (
         "read", True, ("image_url",), ("image_url",))
+
+
+def test_only_url_args_may_hold_urls(fake_llm, tmp_path: Path) -> None:
+    """A write's path that looks like a URL is still a path to the permission check."""
+    from talaria.agent.providers.base import ToolCallRequest
+    from talaria.agent.tool_runner import plan_call
+
+    session = make_session(fake_llm, tmp_path, model=VISION_MODEL)
+    for raw in ("data:../../x", "https://example.com/x"):
+        write = plan_call(session, ToolCallRequest("1", "write_file", json.dumps({"path": raw, "content": ""})))
+        assert write.paths and write.kind == "edit"
+    look = plan_call(session, ToolCallRequest("2", "vision_analyze", json.dumps(
+        {"image_url": "HTTPS://example.com/x.png", "question": "q"})))
+    assert look.paths == () and look.kind == "fetch"
