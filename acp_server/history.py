@@ -61,7 +61,7 @@ def _tool_call(call: dict[str, Any], result: Message | None, spec: ToolSpec | No
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call", "toolCallId": call["id"],
         "title": spec.call_title(args) if spec else call["name"],
-        "kind": spec.kind if spec else "other",
+        "kind": spec.call_kind(args) if spec else "other",
         "status": (result or {}).get("status", "failed"), "rawInput": args,
     }
     if paths := (result or {}).get("locations"):

@@ -53,13 +53,11 @@ class PlannedCall:
     where: str | None = None
     """Where the call acts when that is not this machine's project (an SSH host, a container):
     its card's title says so."""
-    fetches: bool = False
-    """A URL argument (`ToolSpec.url_args`) holds an http(s) URL: the call is a `fetch`."""
 
     @property
     def kind(self) -> str:
-        """The kind the permission policy judges and the card shows."""
-        return "fetch" if self.fetches else self.spec.kind if self.spec else "other"
+        """The kind the permission policy judges and the card shows (`ToolSpec.call_kind`)."""
+        return self.spec.call_kind(self.args) if self.spec else "other"
 
     @property
     def title(self) -> str:
@@ -95,8 +93,7 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     if not paths and spec.default_path:
         paths = (session.cwd,)
     where = acting_where(session.workspace, spec.kind)
-    fetches = any(not u.strip().lower().startswith("data:") for u in urls)
-    return PlannedCall(call.id, call.name, args, spec, paths, where=where, fetches=fetches)
+    return PlannedCall(call.id, call.name, args, spec, paths, where=where)
 
 
 async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None:

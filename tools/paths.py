@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from talaria.tools.registry import WEB_SCHEMES
+
 HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube",
                 ".docker/config.json")
 """Credential stores relative to $HOME: everything in them is a secret."""
@@ -50,7 +52,7 @@ def resolve(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(path))
 
 
-URL_PREFIXES = ("http://", "https://", "data:")
+URL_PREFIXES = (*WEB_SCHEMES, "data:")
 """What a path argument that may hold a URL (`ToolSpec.url_args`) holds when it is no path."""
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 # ACP tool kinds.
 KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
+WEB_SCHEMES = ("http://", "https://")
 
 Handler = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
@@ -56,6 +57,14 @@ class ToolSpec:
     def definition(self) -> dict[str, Any]:
         """Provider-neutral definition: {name, description, parameters}."""
         return {"name": self.name, "description": self.text(), "parameters": self.parameters}
+
+    def call_kind(self, args: dict[str, Any]) -> str:
+        """The kind of one call: `fetch` when a `url_args` argument holds an http(s) URL."""
+        for name in self.url_args:
+            value = args.get(name)
+            if isinstance(value, str) and value.strip().lower().startswith(WEB_SCHEMES):
+                return "fetch"
+        return self.kind
 
     def command(self, args: dict[str, Any]) -> str | None:
         """What a call will run (`command_arg`), if it is a string."""

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from benchmarks.webserver import PageServer
+from talaria.acp_server.history import replay_updates
 from talaria.agent.loop import run_turn
 from talaria.tools.errors import VisionError
 from talaria.tools.images import (
@@ -173,6 +174,9 @@ def test_url_through_the_web_guard(fake_llm, tmp_path: Path) -> None:
         assert web.requests[-1]["headers"]["Accept"].startswith("image/")
         card = recorded(session).of("ToolCallStarted")[-1]
         assert card.kind == "fetch" and card.locations == ()
+        replayed = [u for u in replay_updates(session.messages, {s.name: s for s in session.tools})
+                    if u["sessionUpdate"] == "tool_call"]
+        assert [u["kind"] for u in replayed] == ["fetch"]  # session/load shows the same card
         sniffed = call(session, fake_llm, {"image_url": web.url("/shot.bin"), "question": "q"})
         assert sniffed["width"] == 5
         # A redirect is followed and checked again.
