@@ -28,6 +28,7 @@ from talaria.agent.events import (
 from talaria.agent.permissions import READ_KINDS
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.agent.vision import retire_images
 from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import ToolError
@@ -121,6 +122,8 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
             for p in planned:
                 if p.id in attached:
                     session.append(attached[p.id])
+            if attached and retire_images(session.messages):
+                session.token_mark = None  # an earlier message changed: count afresh
 
 
 async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from talaria.agent.config import Config
-from talaria.agent.providers.base import Provider, Retrying, TextDelta
+from talaria.agent.providers.base import Message, Provider, Retrying, TextDelta
 from talaria.tools.errors import VisionError
 from talaria.tools.handoffs import Describer, Vision
 
@@ -21,8 +21,30 @@ MAX_TOKENS = 1024
 """Output tokens of one answer of the vision model."""
 TIMEOUT_S = 120.0
 """Whole call of the vision model, retries included."""
+MAX_LIVE_IMAGES = 8
+"""Images attached by tools that stay in the live context; older ones become a note. Every
+request carries every image: thirty 1 MB screenshots would pass Anthropic's 32 MB request
+limit long before compaction counts them (1,000 tokens each)."""
+RETIRED = "[image omitted: an older image; call vision_analyze again to see it]"
 INSTRUCTIONS = ("\n\n(Answer from the image: be precise, quote text in it exactly, say what "
                 "you cannot make out.)")
+
+
+def retire_images(messages: list[Message], keep: int = MAX_LIVE_IMAGES) -> bool:
+    """Replace the images of all but the newest `keep` tool-attached messages with a note, in
+    the live context only (the store's transcript keeps them). True when one was replaced."""
+    seen, changed = 0, False
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        parts = message.get("content") if message.get("tool_image") else None
+        if not isinstance(parts, list) or not any(p.get("type") == "image" for p in parts):
+            continue
+        seen += 1
+        if seen > keep:
+            messages[index] = {**message, "content": [
+                p if p.get("type") != "image" else {"type": "text", "text": RETIRED} for p in parts]}
+            changed = True
+    return changed
 
 
 def offered(config: Config, model: str, tool_names: tuple[str, ...], default: tuple[str, ...]) -> bool:

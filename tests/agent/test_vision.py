@@ -22,6 +22,7 @@ from talaria.agent.context.summarizer import ProviderSummarizer
 from talaria.agent.loop import run_turn
 from talaria.agent.options import set_option
 from talaria.agent.skills.review import _turn_calls
+from talaria.agent.store import Store
 from talaria.agent.trajectories.export import ToolCatalog, export
 from talaria.agent.trajectories.model import build
 from talaria.tools.vision_analyze import NO_VISION
@@ -201,3 +202,27 @@ def test_the_turn_after_an_image_is_well_formed(fake_llm, tmp_path: Path, model:
     else:
         roles = [m["role"] for m in sent]
         assert roles[roles.index("assistant") + 1] == "tool"
+
+
+def test_only_the_newest_attached_images_stay_in_the_context(fake_llm, tmp_path: Path) -> None:
+    from talaria.agent.vision import MAX_LIVE_IMAGES, RETIRED
+
+    store = Store(tmp_path / "s.db")
+    session = make_session(fake_llm, tmp_path, model="openai:gpt-4.1", store=store)
+    count = MAX_LIVE_IMAGES + 2
+    for i in range(count):
+        (session.cwd / f"s{i}.png").write_bytes(png((10 + i, 10)))
+    calls = [{"id": f"c{i}", "name": "vision_analyze",
+              "arguments": {"image_url": f"s{i}.png", "question": "q"}} for i in range(count)]
+    fake_llm.script([{"tool_calls": calls}, {"text": "seen"}])
+    assert anyio.run(run_turn, session, "look at all") == "end_turn"
+    sent = fake_llm.requests[1]["json"]["messages"]
+    shown = [p for m in sent if isinstance(m["content"], list) for p in m["content"]
+             if p["type"] == "image_url"]
+    assert len(shown) == MAX_LIVE_IMAGES
+    notes = [m for m in session.messages if m.get("tool_image")]
+    assert [n["content"][1] for n in notes[:2]] == [{"type": "text", "text": RETIRED}] * 2
+    assert all(n["content"][1]["type"] == "image" for n in notes[2:])
+    # The transcript keeps every image.
+    stored = [m for m in store.messages(session.id) if m.get("tool_image")]
+    assert all(m["content"][1]["type"] == "image" for m in stored) and len(stored) == count
