@@ -275,6 +275,9 @@ def test_the_definition_is_small() -> None:
     assert len(json.dumps(spec.definition())) <= MAX_VISION_DEFINITION_CHARS
     assert (spec.kind, spec.parallel_safe, spec.path_args, spec.url_args) == (
         "read", True, ("image_url",), ("image_url",))
+    from talaria.agent.trajectories.batch.worker import resolve_tools
+
+    assert resolve_tools(["core", "vision"])[-1] == "vision_analyze"  # batch: --toolsets core vision
 
 
 def test_only_url_args_may_hold_urls(fake_llm, tmp_path: Path) -> None:
