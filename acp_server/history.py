@@ -34,7 +34,7 @@ def replay_updates(
         elif role == "user" and message.get("process_note"):  # shown live as a notice
             first = str(message.get("content") or "").strip("[]").splitlines()[0:1]
             yield {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {''.join(first)}\n")}
-        elif role == "user":
+        elif role == "user" and not message.get("tool_image"):  # a tool's image: its card shows the call
             yield from _user(message.get("content"))
         elif role == "assistant":
             if message.get("reasoning"):
@@ -64,7 +64,7 @@ def _tool_call(call: dict[str, Any], result: Message | None, spec: ToolSpec | No
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call", "toolCallId": call["id"],
         "title": spec.call_title(args) if spec else call["name"],
-        "kind": spec.kind if spec else "other",
+        "kind": spec.call_kind(args) if spec else "other",
         "status": (result or {}).get("status", "failed"), "rawInput": args,
     }
     if paths := (result or {}).get("locations"):

@@ -90,6 +90,9 @@ class Config:
     summary_model: str | None = setting(
         None, "TALARIA_SUMMARY_MODEL",
         "Model for compaction summaries (default: the session's model).")
+    vision_model: str | None = setting(
+        None, "TALARIA_VISION_MODEL",
+        "Model that answers vision_analyze for a session model that cannot see images.")
     exec_mode: str = setting(
         EXEC_MODES[0], "TALARIA_EXEC_MODE",
         "execute_code: project (session cwd, project's python) or strict (staging dir).",
@@ -163,8 +166,8 @@ class Config:
         "Base URL of the search backend: SearXNG's address, or another for the others.")
     web_allow_networks: tuple[str, ...] = setting(
         (), "TALARIA_WEB_ALLOW_NETWORKS",
-        "Private networks web_extract may fetch from (CIDRs, e.g. 127.0.0.0/8); by default "
-        "only public addresses.", check.networks)
+        "Private networks web_extract and vision_analyze may fetch from (CIDRs, e.g. "
+        "127.0.0.0/8); by default only public addresses.", check.networks)
     web_cache_ttl: float = setting(
         WEB_CACHE_TTL_S, "TALARIA_WEB_CACHE_TTL", "Seconds a fetched page is reused.", check.positive)
     mcp_start_timeout: float = setting(

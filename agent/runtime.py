@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from talaria.agent import vision
 from talaria.agent.config import Config
 from talaria.agent.door import FrontDoor
 from talaria.agent.events import Notice
@@ -109,6 +110,9 @@ def new_session(
         kernels=kernels,
     )
     names = _web_tools(config, tool_state, tool_names)
+    names = tuple(n for n in names if n != vision.TOOL)
+    if vision.offered(config, provider.name, tool_names, DEFAULT_TOOLS):
+        names = (*names, vision.TOOL)
     _mcp(config, tool_state, cwd, mcp_servers or [])
     tools = [session_spec(tool_state) if spec.name == "execute_code" else spec
              for spec in registry.select(list(names))]
@@ -133,6 +137,8 @@ def new_session(
         reasoning_effort=config.reasoning_effort,
         tool_state=tool_state,
     )
+    session.tool_state.vision = vision.vision_state(
+        config, session, lambda: make_provider(config, config.vision_model))
     from talaria.tools.environments.base import environment_of
 
     if (env := environment_of(door.workspace)) is not None:  # torn down with the session

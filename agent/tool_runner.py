@@ -28,10 +28,11 @@ from talaria.agent.events import (
 from talaria.agent.permissions import READ_KINDS
 from talaria.agent.providers.base import Message, ToolCallRequest
 from talaria.agent.session import Session
+from talaria.agent.vision import retire_images
 from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import ToolError
-from talaria.tools.paths import resolve
+from talaria.tools.paths import is_url, resolve
 from talaria.tools.registry import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,11 @@ class PlannedCall:
     where: str | None = None
     """Where the call acts when that is not this machine's project (an SSH host, a container):
     its card's title says so."""
+
+    @property
+    def kind(self) -> str:
+        """The kind the permission policy judges and the card shows (`ToolSpec.call_kind`)."""
+        return self.spec.call_kind(self.args) if self.spec else "other"
 
     @property
     def title(self) -> str:
@@ -79,10 +85,11 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     missing = [k for k in spec.parameters.get("required", ()) if k not in args]
     if missing:
         return PlannedCall(call.id, call.name, args, spec, (), f"Missing argument(s): {', '.join(missing)}")
+    urls = [args[n] for n in spec.url_args if isinstance(args.get(n), str) and is_url(args[n])]
     paths = tuple(
         resolve(str(args[name]), session.cwd)
         for name in spec.path_args
-        if isinstance(args.get(name), str) and args[name]
+        if isinstance(args.get(name), str) and args[name] and args[name] not in urls
     )
     if not paths and spec.default_path:
         paths = (session.cwd,)
@@ -97,11 +104,12 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
     for p in planned:
         await emit(started_event(p))
     results: dict[str, Message] = {}
+    attached: dict[str, Message] = {}
     try:
         for batch in batches(planned):
             async with anyio.create_task_group() as tg:
                 for p in batch:
-                    tg.start_soon(_run_into, session, p, emit, results)
+                    tg.start_soon(_run_into, session, p, emit, results, attached)
     finally:
         with anyio.CancelScope(shield=True):
             for p in planned:
@@ -109,10 +117,30 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
                     results[p.id] = await finish(p, {"error": CANCELLED, "cancelled": True}, emit)
             for p in planned:
                 session.append(results[p.id])
+            # After every result: OpenAI wants tool messages right after their calls, and
+            # Anthropic merges this into the user turn that carries the tool_result blocks.
+            for p in planned:
+                if p.id in attached:
+                    session.append(attached[p.id])
+            if attached and retire_images(session.messages):
+                session.token_mark = None  # an earlier message changed: count afresh
 
 
-async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message]) -> None:
-    results[p.id] = await finish(p, await execute(session, p, emit), emit)
+async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message],
+                    attached: dict[str, Message]) -> None:
+    result = await execute(session, p, emit)
+    if isinstance(image := result.get("_attach"), dict):
+        attached[p.id] = attachment(p.id, image)
+    results[p.id] = await finish(p, result, emit)
+
+
+def attachment(call_id: str, image: dict[str, Any]) -> Message:
+    """The user message that shows the model an image a tool attached (`_attach`: text,
+    mime_type, data): the model's next call sees it; `tool_image` names the call."""
+    return {"role": "user", "tool_image": call_id, "content": [
+        {"type": "text", "text": str(image.get("text") or "")},
+        {"type": "image", "mime_type": image["mime_type"], "data": image["data"]},
+    ]}
 
 
 async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool = False) -> dict[str, Any]:
@@ -125,14 +153,14 @@ async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool 
         call_tool=lambda name, args: call_nested(session, name, args), nested=nested,
     )
     decision = await session.permissions.decide(
-        tool_call_id=p.id, tool=p.name, kind=p.spec.kind, title=p.title,
+        tool_call_id=p.id, tool=p.name, kind=p.kind, title=p.title,
         paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
     )
     if decision.refusal:
         return {"error": decision.refusal, "rejected": True}
     await emit(ToolCallUpdated(p.id, status="in_progress"))
     checkpoints = session.checkpoints
-    changes = checkpoints is not None and p.spec.kind not in UNCHANGING_KINDS
+    changes = checkpoints is not None and p.kind not in UNCHANGING_KINDS
     if changes and checkpoints and (note := await checkpoints.before_change()):
         await emit(Notice(note))  # the turn's first change is snapshotted before it runs
     ctx.sandbox, ctx.conceal = decision.sandbox, decision.conceal
@@ -192,8 +220,7 @@ async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict
 
 
 def started_event(p: PlannedCall) -> ToolCallStarted:
-    kind = p.spec.kind if p.spec else "other"
-    return ToolCallStarted(p.id, p.name, p.title, kind, tuple(map(str, p.paths)), p.args)
+    return ToolCallStarted(p.id, p.name, p.title, p.kind, tuple(map(str, p.paths)), p.args)
 
 
 async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:

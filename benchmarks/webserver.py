@@ -9,7 +9,8 @@ two-page PDF), /redirect/N (a chain of N redirects to /article), /loop (redirect
 /to-metadata (redirects to the cloud metadata address), /missing (404), /slow (answers after
 `slow_s`), /drip (sends a byte now and then, forever), /huge (an article of ~300,000
 characters), /giant (an endless body), /injection (a page that gives orders), /image.png,
-/page/N (small distinct articles, for concurrency), /gzip (a compressed page).
+/page/N (small distinct articles, for concurrency), /gzip (a compressed page); a test adds its
+own in `files` and `redirects`.
 Search APIs: /searxng/search (SearXNG JSON), /brave/res/v1/web/search, /tavily/search,
 /tavily/extract, /exa/search, /firecrawl/v1/search, /firecrawl/v1/scrape; they check their
 key (`KEY`) and return hits pointing back at this server.
@@ -88,6 +89,10 @@ class PageServer:
     def __init__(self, *, slow_s: float = 5.0) -> None:
         self.slow_s = slow_s
         self.hits: Counter[str] = Counter()
+        self.files: dict[str, tuple[bytes, str]] = {}
+        """More pages a test serves: path -> (body, content type)."""
+        self.redirects: dict[str, str] = {}
+        """More redirects a test sets up: path -> location."""
         self.requests: list[dict[str, Any]] = []
         self._stop = threading.Event()
         server = self
@@ -135,6 +140,10 @@ class PageServer:
     def _get(self, h: BaseHTTPRequestHandler) -> None:
         path = urlsplit(h.path).path
         query = parse_qs(urlsplit(h.path).query)
+        if path in self.files:
+            return _send(h, 200, *self.files[path])
+        if path in self.redirects:
+            return _redirect(h, self.redirects[path])
         if path == "/article":
             return _send(h, 200, ARTICLE.encode(), "text/html; charset=utf-8")
         if path.startswith("/page/"):

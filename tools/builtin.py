@@ -27,6 +27,7 @@ def load_builtin_tools() -> Registry:
         session_search,
         terminal,
         todo,
+        vision_analyze,  # offered where it can work (talaria.agent.vision.offered)
         write_file,
     )
     from talaria.tools.execute_code import tool  # noqa: F401

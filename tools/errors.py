@@ -11,6 +11,8 @@ model sees. Defined here, in the lowest layer, so every layer can subclass `Tala
     │   ├── SandboxError         no sandbox tier can confine the child as asked [here]
     │   ├── WebError             a page cannot be fetched or read (blocked address, too
     │   │                        large, bad content type); per URL in web_extract [here]
+    │   ├── VisionError          vision_analyze cannot read an image (not an image, corrupt,
+    │   │                        too large) or its vision model failed          [here]
     │   └── McpError             an MCP server cannot answer (not running, crashed,
     │                            timed out)                                     [here]
     ├── ProviderError            a model call failed; its classified tree (auth, rate limit,
@@ -63,6 +65,11 @@ class SandboxError(ToolError):
 
 class WebError(ToolError):
     """A web page cannot be fetched or read; web_extract reports it for that URL only."""
+
+
+class VisionError(ToolError):
+    """vision_analyze cannot use an image (not an image, corrupt, too large, nowhere to read
+    it from) or the auxiliary vision model could not describe it."""
 
 
 class McpError(ToolError):

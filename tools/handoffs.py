@@ -1,6 +1,7 @@
-"""What tools hand to the layer above them: a question for the user (`clarify`) and tasks for
-subagents (`delegate_task`). Tools cannot ask an editor or build a session, so the runtime
-puts the callables that can into `ToolState` (`clarify`, `delegate`); these are their types.
+"""What tools hand to the layer above them: a question for the user (`clarify`), tasks for
+subagents (`delegate_task`) and images for a model (`vision_analyze`). Tools cannot ask an
+editor, build a session or call a model, so the runtime puts the callables that can into
+`ToolState` (`clarify`, `delegate`, `vision`); these are their types.
 Imports nothing of ours, so `ToolState` can name them without a circle through the tools.
 """
 
@@ -47,3 +48,22 @@ class DelegateRequest:
 
 
 Delegate = Callable[[DelegateRequest], Awaitable[dict[str, Any]]]
+
+
+Describer = Callable[[str, str, str], Awaitable[str]]
+"""(mime type, base64 data, question) -> what the auxiliary vision model answers; raises a
+ToolError when the model cannot be reached or fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class Vision:
+    """What `vision_analyze` may do with an image in this session."""
+
+    sees: Callable[[], bool]
+    """Whether the session's model takes images now (it can change with the model)."""
+    describe: Describer | None = None
+    """The auxiliary `vision_model`; None: not configured."""
+    model: str | None = None
+    """That model's name, for results and messages."""
+    allow: tuple[str, ...] = ()
+    """Networks beyond the public internet image URLs may come from (web_allow_networks)."""

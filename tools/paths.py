@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from talaria.tools.registry import WEB_SCHEMES
+
 HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube",
                 ".docker/config.json")
 """Credential stores relative to $HOME: everything in them is a secret."""
@@ -48,6 +50,16 @@ def resolve(raw: str, cwd: Path) -> Path:
     if not path.is_absolute():
         path = cwd / path
     return Path(os.path.normpath(path))
+
+
+URL_PREFIXES = (*WEB_SCHEMES, "data:")
+"""What a path argument that may hold a URL (`ToolSpec.url_args`) holds when it is no path."""
+
+
+def is_url(raw: str) -> bool:
+    """`raw` is an http(s) or data: URL rather than a path (one rule for the dispatcher and
+    the tool, so a value is never judged as a URL by one and a path by the other)."""
+    return raw.strip().lower().startswith(URL_PREFIXES)
 
 
 def _real(path: Path) -> Path:

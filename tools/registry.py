@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 # ACP tool kinds.
 KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
+WEB_SCHEMES = ("http://", "https://")
 
 Handler = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
 
@@ -32,6 +33,9 @@ class ToolSpec:
     """True when calls never conflict (read-only); path-scoped tools use `path_args`."""
     path_args: tuple[str, ...] = ()
     """Argument names holding file paths: locations, overlap checks, root policy."""
+    url_args: tuple[str, ...] = ()
+    """Of `path_args`, those that may hold a URL instead (`talaria.tools.paths.is_url`): such
+    a value is no path; an http(s) one makes the call a `fetch` for the permission policy."""
     default_path: bool = False
     """A call without a path acts on the project root (search_files, terminal)."""
     command_arg: str | None = None
@@ -53,6 +57,14 @@ class ToolSpec:
     def definition(self) -> dict[str, Any]:
         """Provider-neutral definition: {name, description, parameters}."""
         return {"name": self.name, "description": self.text(), "parameters": self.parameters}
+
+    def call_kind(self, args: dict[str, Any]) -> str:
+        """The kind of one call: `fetch` when a `url_args` argument holds an http(s) URL."""
+        for name in self.url_args:
+            value = args.get(name)
+            if isinstance(value, str) and value.strip().lower().startswith(WEB_SCHEMES):
+                return "fetch"
+        return self.kind
 
     def command(self, args: dict[str, Any]) -> str | None:
         """What a call will run (`command_arg`), if it is a string."""

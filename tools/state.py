@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from talaria.tools.execute_code.env import ExecSettings
-from talaria.tools.handoffs import Clarifier, Delegate
+from talaria.tools.handoffs import Clarifier, Delegate, Vision
 from talaria.tools.shell import ShellState
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ class ToolState:
     nobody can be asked."""
     delegate: Delegate | None = None
     """Runs `delegate_task`'s subagents (set by the runtime: tools cannot build sessions)."""
+    vision: Vision | None = None
+    """What vision_analyze may do (attach to the model, ask `vision_model`); None: neither."""
     script_tools: tuple[str, ...] = ()
     """Registered tools beyond execute_code's own list that scripts may call (the web tools,
     when the session offers them)."""

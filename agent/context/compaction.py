@@ -100,7 +100,8 @@ def boundaries(
             break
         used += cost
         start -= 1
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=head)
+    last_user = max((i for i, m in enumerate(messages)  # the prompt, not an image a tool attached
+                     if m.get("role") == "user" and not m.get("tool_image")), default=head)
     start = min(start, max(last_user, head))
     while start > head and messages[start].get("role") == "tool":
         start -= 1  # keep the assistant message with its tool results

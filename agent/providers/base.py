@@ -4,7 +4,8 @@ Messages use one internal shape, close to OpenAI Chat Completions, which every p
 adapter translates to and from its own wire format:
 
     {"role": "system", "content": str}
-    {"role": "user", "content": str | [{"type": "text", "text"}, {"type": "image", "mime_type", "data"}]}
+    {"role": "user", "content": str | [{"type": "text", "text"}, {"type": "image", "mime_type", "data"}],
+     "tool_image": str | None}   # set: an image a tool call (that id) attached, not a prompt
     {"role": "assistant", "content": str, "reasoning": str | None,
      "thinking_blocks": [{"type": "thinking", "thinking", "signature"} |
                          {"type": "redacted_thinking", "data"}] | None,

@@ -198,7 +198,7 @@ def _turn_calls(messages: list[Message]) -> list[str]:
     """Names of the tool calls made since the last user message."""
     names: list[str] = []
     for m in reversed(messages):
-        if m.get("role") == "user":
+        if m.get("role") == "user" and not m.get("tool_image"):  # a tool's image is mid-turn
             break
         names[:0] = [c["name"] for c in m.get("tool_calls") or ()]
     return names

@@ -16,6 +16,7 @@ from urllib.parse import urljoin
 import anyio
 
 from talaria.tools.errors import WebError
+from talaria.tools.images import sniff
 from talaria.tools.web.guard import check_url
 from talaria.tools.web.settings import MAX_REDIRECTS, WebSettings
 
@@ -26,6 +27,7 @@ TEXT_TYPES = frozenset({"application/json", "application/xml", "application/rss+
                         "application/atom+xml", "application/javascript", "application/x-yaml",
                         "application/yaml", "application/toml", "application/ld+json"})
 ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5"
+IMAGE_ACCEPT = "image/png,image/jpeg,image/webp,image/gif,image/*;q=0.8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +35,7 @@ class Fetched:
     url: str
     """The URL the body came from (after redirects)."""
     media_type: str
-    """html, pdf or text."""
+    """html, pdf or text; image when an image was asked for (`fetch(..., image=True)`)."""
     charset: str | None
     body: bytes
     truncated: bool
@@ -61,6 +63,17 @@ def media_kind(content_type: str, head: bytes) -> str | None:
     return None
 
 
+def image_kind(content_type: str, head: bytes) -> str | None:
+    """"image" for an image's Content-Type (or a generic one whose bytes start like an
+    image); None for anything else (what vision_analyze does not read)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media.startswith("image/") and media != "image/svg+xml":
+        return "image"
+    if media in ("", "application/octet-stream", "binary/octet-stream") and sniff(head):
+        return "image"
+    return None
+
+
 def charset_of(content_type: str) -> str | None:
     for part in content_type.split(";")[1:]:
         key, _, value = part.partition("=")
@@ -69,13 +82,14 @@ def charset_of(content_type: str) -> str | None:
     return None
 
 
-async def fetch(client: Any, url: str, settings: WebSettings) -> Fetched:
-    """GET `url`, following redirects; WebError with the reason when it cannot be read."""
+async def fetch(client: Any, url: str, settings: WebSettings, *, image: bool = False) -> Fetched:
+    """GET `url`, following redirects; WebError with the reason when it cannot be read.
+    `image`: the body must be an image (vision_analyze), whole: a longer one is refused."""
     import httpx2
 
     try:
         with anyio.fail_after(settings.page_deadline):
-            return await _follow(client, url, settings)
+            return await _follow(client, url, settings, image)
     except TimeoutError:
         raise WebError(f"no complete answer within {settings.page_deadline:g} s") from None
     except httpx2.TimeoutException:
@@ -84,32 +98,35 @@ async def fetch(client: Any, url: str, settings: WebSettings) -> Fetched:
         raise WebError(f"could not connect: {type(exc).__name__}: {exc or 'no detail'}") from None
 
 
-async def _follow(client: Any, url: str, settings: WebSettings) -> Fetched:
+async def _follow(client: Any, url: str, settings: WebSettings, image: bool) -> Fetched:
     for _ in range(MAX_REDIRECTS + 1):
         check_url(url)
-        async with client.stream("GET", url, headers={"Accept": ACCEPT}) as response:
+        accept = IMAGE_ACCEPT if image else ACCEPT
+        async with client.stream("GET", url, headers={"Accept": accept}) as response:
             if response.status_code in REDIRECTS and response.headers.get("location"):
                 url = urljoin(str(response.url), response.headers["location"])
                 continue
             if response.status_code >= 400:
                 reason = response.reason_phrase or "error"
                 raise WebError(f"HTTP {response.status_code} {reason}")
-            return await _read(response, str(response.url), settings)
+            return await _read(response, str(response.url), settings, image)
     raise WebError(f"more than {MAX_REDIRECTS} redirects")
 
 
-async def _read(response: Any, url: str, settings: WebSettings) -> Fetched:
+async def _read(response: Any, url: str, settings: WebSettings, image: bool = False) -> Fetched:
     content_type = response.headers.get("content-type", "")
     declared = response.headers.get("content-length", "")
+    kind_of = image_kind if image else media_kind
+    whole = ("pdf", "image")  # kinds a cut body is useless for
     body = bytearray()
     truncated = False
     kind: str | None = "?"
     async for chunk in response.aiter_bytes():  # decompressed: the cap also stops zip bombs
         if kind == "?":
-            kind = media_kind(content_type, bytes(chunk[:1024]))
+            kind = kind_of(content_type, bytes(chunk[:1024]))
             if kind is None:
                 break
-            if kind == "pdf" and declared.isdigit() and int(declared) > settings.max_bytes:
+            if kind in whole and declared.isdigit() and int(declared) > settings.max_bytes:
                 break
         body += chunk
         if len(body) > settings.max_bytes:
@@ -117,12 +134,15 @@ async def _read(response: Any, url: str, settings: WebSettings) -> Fetched:
             truncated = True
             break
     if kind == "?":
-        kind = media_kind(content_type, b"")
+        kind = kind_of(content_type, b"")
+    shown = content_type.split(";", 1)[0].strip() or "unknown"
+    if kind is None and image:
+        raise WebError(f"not an image (content type {shown})")
     if kind is None:
-        shown = content_type.split(";", 1)[0].strip() or "unknown"
         raise WebError(f"not a page web_extract can read (content type {shown}): it reads HTML, "
                        "text and PDF")
     too_big = declared.isdigit() and int(declared) > settings.max_bytes
-    if kind == "pdf" and (truncated or too_big):
-        raise WebError(f"PDF larger than {settings.max_bytes // (1024 * 1024)} MiB: not read")
+    if kind in whole and (truncated or too_big):
+        what = "PDF" if kind == "pdf" else "image"
+        raise WebError(f"{what} larger than {settings.max_bytes // (1024 * 1024)} MiB: not read")
     return Fetched(url, kind, charset_of(content_type), bytes(body), truncated)
