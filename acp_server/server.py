@@ -298,7 +298,7 @@ class AcpServer:
 
     async def _prompt_turn(self, session: Session, params: dict[str, Any],
                            command: tuple[str, str] | None) -> dict[str, Any] | Reply:
-        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
+        from talaria.acp_server.content import check_size, typed_text, user_content
         from talaria.acp_server.learning import finish_prompt
         from talaria.agent.loop import run_turn
         from talaria.agent.providers.errors import AuthError, ProviderError
@@ -311,7 +311,6 @@ class AcpServer:
             with scope:
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
-                await count_off_loop(content)
                 if command is not None:
                     return {"stopReason": await self._command(session, *command)}
                 content = expand(session, typed_text(params["prompt"]), content) or content
