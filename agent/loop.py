@@ -22,6 +22,7 @@ import anyio
 from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact_if_needed, compact_session
 from talaria.agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
+from talaria.agent.prompt import flattened
 from talaria.agent.providers.base import (
     Finish,
     Message,
@@ -207,7 +208,7 @@ def _text(content: str | list[dict[str, Any]]) -> str:
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
     if session.title is not None:
         return
-    first = " ".join(_text(content).split())[:TITLE_LIMIT].strip() or "Untitled"
+    first = flattened(_text(content), TITLE_LIMIT).strip() or "Untitled"
     session.title = first
     if session.store is not None:
         session.store.update_session(session.id, title=first)
