@@ -280,6 +280,7 @@ class AcpServer:
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
         """One prompt. While a turn runs, `/steer` and `/queue` act on it at once and anything
         else waits in the session's queue (answered when its own turn ends, in order)."""
+        await lifecycle.load_turn_modules()  # off the event loop; the imports below are lookups
         from talaria.acp_server.content import typed_text
         from talaria.agent import commands
 
