@@ -370,6 +370,7 @@ def main() -> int:
     from talaria.acp_server.logs import setup_logging
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
+    from talaria.agent.context import tokens
     from talaria.tools import procs
 
     reader, writer = protect_stdout()
@@ -383,6 +384,7 @@ def main() -> int:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
     procs.reap_orphans(config.home)  # what a crashed agent left running
+    tokens.count_in_child()  # building the tokenizer here would stall every request (issue 9)
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.

@@ -10,11 +10,12 @@ Counts are cached by text: compaction sizes the same texts several times. Counti
 only (hash, length) -> count, so it pins no memory of dropped messages.
 
 On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
-tokenizer, whose first build holds the GIL for 60-90 ms in one step (tiktoken's `CoreBPE`,
-in Rust) — in any thread, that stalls every other request (issue 9). The loop sizes the
-context with the bound before every model call; only when the bound reaches the compaction
-threshold does compaction count exactly, in a worker thread (`count_messages_off_loop`),
-and decide on the exact count. A short session never loads tiktoken (and its ~14 MB).
+tokenizer. The loop sizes the context with the bound before every model call; only when the
+bound reaches the compaction threshold does compaction count exactly, in a worker thread
+(`count_messages_off_loop`), and decide on the exact count. A short session never counts
+exactly at all. Building the tokenizer holds the GIL for 60-90 ms in one step (tiktoken's
+`CoreBPE`, in Rust), which stalls every thread: `talaria acp` therefore counts exactly in a
+child process (`count_in_child`, `token_child.py`), which keeps the tables' ~14 MB too.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+if TYPE_CHECKING:
+    from talaria.agent.context.token_child import TokenChild
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,8 @@ CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
 _counts: dict[tuple[int, int], int] = {}
+_child: TokenChild | None = None
+"""Where exact counts are made when set (`count_in_child`); else in this process."""
 _building = threading.Lock()
 """One build of the encoding at a time: two threads counting at once would build it twice."""
 
@@ -111,7 +117,18 @@ def clear_cache() -> None:
     _counts.clear()
 
 
+def count_in_child() -> None:
+    """From now on, make exact counts in a child process (`token_child`), never building the
+    tokenizer here: for an agent whose event loop serves other requests while it counts."""
+    global _child
+    from talaria.agent.context.token_child import TokenChild
+
+    _child = _child or TokenChild()
+
+
 def _count(text: str) -> int:
+    if _child is not None and len(text) <= EXACT_LIMIT and (found := _child.count(text)) is not None:
+        return found
     enc = encoding() if len(text) <= EXACT_LIMIT else None
     if enc is None:
         return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
