@@ -63,8 +63,10 @@ async def fork_session(server: AcpServer, params: dict[str, Any]) -> Reply:
     from talaria.agent.runtime import new_session_id
 
     fork_id = new_session_id()
-    server.store.copy_session(source_id, fork_id)
-    history = server.store.messages(fork_id, include_archived=False)
+    store = server.store
+    # Copying and parsing a long transcript: megabytes of JSON, in a worker thread (issue 9).
+    await anyio.to_thread.run_sync(store.copy_session, source_id, fork_id)
+    history = await anyio.to_thread.run_sync(lambda: store.messages(fork_id, include_archived=False))
     session = server._build(cwd, model=source.provider.name if source else None,
                           mode=source.permissions.mode if source else None,
                           session_id=fork_id, history=history)

@@ -168,19 +168,19 @@ class AcpServer:
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
-        session = self._restore(params)
+        session = await self._restore(params)
         tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
-        for update in replay_updates(session.store.messages(session.id), tools,
-                                     compaction_updates=self._client_compaction()):
+        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
+        for update in replay_updates(transcript, tools, compaction_updates=self._client_compaction()):
             await self._notify(session.id, update)
         return Reply(self._state(session), then=lifecycle.announce(self, session))
 
     async def resume_session(self, params: dict[str, Any]) -> Reply:
-        session = self._restore(params)
+        session = await self._restore(params)
         return Reply(self._state(session), then=lifecycle.announce(self, session))
 
-    def _restore(self, params: dict[str, Any]) -> Session:
+    async def _restore(self, params: dict[str, Any]) -> Session:
         from talaria.acp_server.history import last_todos
         from talaria.agent.permissions import MODES
 
@@ -193,7 +193,11 @@ class AcpServer:
         if record is None:
             raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
                                               sessionId=session_id)
-        history = self.store.messages(session_id, include_archived=False)
+        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
+        history = await anyio.to_thread.run_sync(
+            lambda: self.store.messages(session_id, include_archived=False))
+        if session_id in self.sessions:  # opened by another request meanwhile
+            return self.sessions[session_id]
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
                               session_id=session_id, history=history, mcp_servers=servers)
