@@ -53,8 +53,8 @@ CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
 _counts: dict[tuple[int, int], int] = {}
-_child: TokenChild | None = None
-"""Where exact counts are made when set (`count_in_child`); else in this process."""
+_in_child = False
+"""Whether exact counts are made in a child process (`count_in_child`), not in this one."""
 _building = threading.Lock()
 """One build of the encoding at a time: two threads counting at once would build it twice."""
 
@@ -120,14 +120,19 @@ def clear_cache() -> None:
 def count_in_child() -> None:
     """From now on, make exact counts in a child process (`token_child`), never building the
     tokenizer here: for an agent whose event loop serves other requests while it counts."""
-    global _child
+    global _in_child
+    _in_child = True  # the child itself starts at the first exact count
+
+
+@cache
+def _token_child() -> TokenChild:
     from talaria.agent.context.token_child import TokenChild
 
-    _child = _child or TokenChild()
+    return TokenChild()
 
 
 def _count(text: str) -> int:
-    if _child is not None and len(text) <= EXACT_LIMIT and (found := _child.count(text)) is not None:
+    if _in_child and len(text) <= EXACT_LIMIT and (found := _token_child().count(text)) is not None:
         return found
     enc = encoding() if len(text) <= EXACT_LIMIT else None
     if enc is None:
