@@ -375,6 +375,7 @@ def main() -> int:
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
     from talaria.agent.context import tokens
+    from talaria.agent.context.token_child import TokenChild
     from talaria.tools import procs
 
     reader, writer = protect_stdout()
@@ -388,7 +389,7 @@ def main() -> int:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
     procs.reap_orphans(config.home)  # what a crashed agent left running
-    tokens.count_in_child()  # building the tokenizer here would stall every request (issue 9)
+    tokens.count_with(TokenChild().count)  # its build here would stall every request (issue 9)
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.

@@ -3,7 +3,7 @@
 Building tiktoken's cl100k tables (`CoreBPE::new`, in Rust) holds the GIL for 60-90 ms in one
 step: in any thread of `talaria acp`, that stalls every other request for as long (issue 9:
 nothing may block the event loop past 50 ms). A child process has a GIL of its own, and
-keeps the tables' ~14 MB out of the agent's memory too. `tokens.count_in_child()` turns it on.
+keeps the tables' ~14 MB out of the agent's memory too: `tokens.count_with(TokenChild().count)`.
 
 The child starts at the first exact count, builds the encoding from the bundled file (as
 `tokens.encoding` does) and answers one request at a time on its pipes:

@@ -15,7 +15,7 @@ bound reaches the compaction threshold does compaction count exactly, in a worke
 (`count_messages_off_loop`), and decide on the exact count. A short session never counts
 exactly at all. Building the tokenizer holds the GIL for 60-90 ms in one step (tiktoken's
 `CoreBPE`, in Rust), which stalls every thread: `talaria acp` therefore counts exactly in a
-child process (`count_in_child`, `token_child.py`), which keeps the tables' ~14 MB too.
+child process (`count_with`, `token_child.py`), which keeps the tables' ~14 MB too.
 """
 
 from __future__ import annotations
@@ -26,12 +26,9 @@ import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
-
-if TYPE_CHECKING:
-    from talaria.agent.context.token_child import TokenChild
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +50,8 @@ CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
 _counts: dict[tuple[int, int], int] = {}
-_in_child = False
-"""Whether exact counts are made in a child process (`count_in_child`), not in this one."""
+_counter: Callable[[str], int | None] | None = None
+"""Where exact counts are made instead of here (`count_with`); its None means: here."""
 _building = threading.Lock()
 """One build of the encoding at a time: two threads counting at once would build it twice."""
 
@@ -117,22 +114,15 @@ def clear_cache() -> None:
     _counts.clear()
 
 
-def count_in_child() -> None:
-    """From now on, make exact counts in a child process (`token_child`), never building the
-    tokenizer here: for an agent whose event loop serves other requests while it counts."""
-    global _in_child
-    _in_child = True  # the child itself starts at the first exact count
-
-
-@cache
-def _token_child() -> TokenChild:
-    from talaria.agent.context.token_child import TokenChild
-
-    return TokenChild()
+def count_with(counter: Callable[[str], int | None] | None) -> None:
+    """From now on, make exact counts with `counter` (`token_child.TokenChild().count` under
+    `talaria acp`), never building the tokenizer here; where it returns None, here after all."""
+    global _counter
+    _counter = counter
 
 
 def _count(text: str) -> int:
-    if _in_child and len(text) <= EXACT_LIMIT and (found := _token_child().count(text)) is not None:
+    if _counter is not None and len(text) <= EXACT_LIMIT and (found := _counter(text)) is not None:
         return found
     enc = encoding() if len(text) <= EXACT_LIMIT else None
     if enc is None:

@@ -43,8 +43,7 @@ def test_no_child_means_counting_here(monkeypatch) -> None:
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     broken = TokenChild()
     assert broken.count("hello world") is None
-    monkeypatch.setattr(tokens, "_in_child", True)
-    monkeypatch.setattr(tokens, "_token_child", lambda: broken)
+    monkeypatch.setattr(tokens, "_counter", broken.count)
     assert tokens._count("hello world") == 2  # in-process, logged once
 
 
@@ -58,8 +57,10 @@ def _gone(pid: int) -> bool:
 
 def test_the_child_ends_with_a_killed_agent(tmp_path: Path) -> None:
     code = ("import sys, time\nfrom talaria.agent.context import tokens\n"
-            "tokens.count_in_child()\nassert tokens.count('hello world') == 2\n"
-            "print(tokens._token_child()._proc.pid, flush=True)\ntime.sleep(60)\n")
+            "from talaria.agent.context.token_child import TokenChild\n"
+            "child = TokenChild()\ntokens.count_with(child.count)\n"
+            "assert tokens.count('hello world') == 2\n"
+            "print(child._proc.pid, flush=True)\ntime.sleep(60)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TALARIA_HOME": str(tmp_path)}
     agent = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     assert agent.stdout is not None
