@@ -284,7 +284,6 @@ class AcpServer:
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
         """One prompt. While a turn runs, `/steer` and `/queue` act on it at once and anything
         else waits in the session's queue (answered when its own turn ends, in order)."""
-        await lifecycle.load_turn_modules()  # off the event loop; the imports below are lookups
         from talaria.acp_server.content import typed_text
         from talaria.agent import commands
 
@@ -303,17 +302,20 @@ class AcpServer:
 
     async def _prompt_turn(self, session: Session, params: dict[str, Any],
                            command: tuple[str, str] | None) -> dict[str, Any] | Reply:
-        from talaria.acp_server.content import check_size, typed_text, user_content
-        from talaria.acp_server.learning import finish_prompt
-        from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import AuthError, ProviderError
-        from talaria.agent.skills.commands import expand
-
         self.running[session.id] = scope = anyio.CancelScope()
         try:
             # A cancel may come while a resource link is read through the editor, or during a
             # slash command: before run_turn has a scope of its own, this one catches it.
             with scope:
+                # In the session's queue (prompts keep their order): 0.1 s of imports in a
+                # worker thread, not on the event loop; the imports below are then lookups.
+                await lifecycle.load_turn_modules()
+                from talaria.acp_server.content import check_size, typed_text, user_content
+                from talaria.acp_server.learning import finish_prompt
+                from talaria.agent.loop import run_turn
+                from talaria.agent.providers.errors import AuthError, ProviderError
+                from talaria.agent.skills.commands import expand
+
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
                 if command is not None:
