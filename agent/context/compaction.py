@@ -203,7 +203,9 @@ async def compact(
         f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
     new = reduced[:head] + [note] + reduced[tail:]
-    after += await tokens.count_messages_off_loop([note]) - tokens.count_messages(middle)  # cached
+    # Counted in a worker thread, short texts too: exact counts may go to a child process.
+    after += await anyio.to_thread.run_sync(
+        lambda: tokens.count_messages([note]) - tokens.count_messages(middle))
     return Compaction(new, before, after, stage=2, summary=summary,
                       fallback=fallback, error=error, dropped=(head, tail))
 
