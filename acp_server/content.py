@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import anyio
-
 from talaria.acp_server.jsonrpc import RpcError
 from talaria.tools.workspace import Workspace, WorkspaceError
 
@@ -18,10 +16,6 @@ MAX_CHARS_PER_TOKEN = 16
 times this can never fit, and counting its tokens would stall the event loop for seconds
 (tiktoken takes about 0.6 s per MB), so it is refused up front."""
 
-
-COUNT_OFF_LOOP_CHARS = 20_000
-"""Prompt texts longer than this are token-counted in a worker thread before the turn (about
-5 ms of tiktoken for prose, up to 60 ms for dense text without spaces)."""
 
 
 def file_path(uri: str) -> Path | None:
@@ -102,21 +96,3 @@ def check_size(content: list[dict[str, Any]], context_window: int) -> None:
             f"window of {context_window:,} tokens can hold"
         )
 
-
-async def count_off_loop(content: list[dict[str, Any]]) -> None:
-    """Token-count the prompt's long texts in a worker thread, before the turn needs them
-    (and on the first prompt, load the tokenizer there).
-
-    The loop sizes the context before every model call, on the event loop: 1 MB of text
-    without spaces took 1.4 s there, holding up every other request (issue 9). tiktoken
-    releases the GIL, and `tokens.count` keeps counts by text, so the loop's own count of
-    these texts is then a lookup.
-    """
-    from talaria.agent.context import tokens
-
-    if not tokens.encoding.cache_info().currsize:  # building the encoding itself takes ~0.3 s
-        await anyio.to_thread.run_sync(tokens.encoding)
-    for part in content:
-        text = part.get("text")
-        if isinstance(text, str) and len(text) > COUNT_OFF_LOOP_CHARS:
-            await anyio.to_thread.run_sync(tokens.count, text)

@@ -108,7 +108,8 @@ class Peer:
         self._abandoned: dict[int, None] = {}  # insertion-ordered: the oldest goes first
         self._in_flight: dict[Any, anyio.CancelScope] = {}
         self._ids = itertools.count(1)
-        self._write_lock = anyio.Lock()
+        # Uncontended, taking it does not yield to the loop: one loop pass less per message.
+        self._write_lock = anyio.Lock(fast_acquire=True)
         self._lines = LineReader(reader, max_line_bytes)
         self.closed = False  # True once the input ended: no response can arrive any more
         self._writable = True

@@ -5,6 +5,7 @@ and the keepalive of running prompts. `server.py` registers and calls them.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -15,6 +16,11 @@ from talaria.acp_server.jsonrpc import ConnectionClosed, Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, param, quoted
 
 log = logging.getLogger(__name__)
+
+TURN_MODULES = ("talaria.agent.loop", "talaria.acp_server.content", "talaria.agent.skills.review")
+"""What a prompt imports that `session/new` does not: 0.1 s of module code, imported in a worker
+thread (`load_turn_modules`) so that a first prompt does not run it on the event loop."""
+_turn_modules_loaded = False
 
 if TYPE_CHECKING:
     from talaria.agent.config import Config
@@ -57,8 +63,10 @@ async def fork_session(server: AcpServer, params: dict[str, Any]) -> Reply:
     from talaria.agent.runtime import new_session_id
 
     fork_id = new_session_id()
-    server.store.copy_session(source_id, fork_id)
-    history = server.store.messages(fork_id, include_archived=False)
+    store = server.store
+    # Copying and parsing a long transcript: megabytes of JSON, in a worker thread (issue 9).
+    await anyio.to_thread.run_sync(store.copy_session, source_id, fork_id)
+    history = await anyio.to_thread.run_sync(lambda: store.messages(fork_id, include_archived=False))
     session = server._build(cwd, model=source.provider.name if source else None,
                           mode=source.permissions.mode if source else None,
                           session_id=fork_id, history=history)
@@ -113,8 +121,20 @@ def announce(server: AcpServer, session: Session, *, plan: bool = False) -> Any:
             await session.provider.warm()
         except Exception as exc:  # the first prompt reports it, with its cause
             log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+        await load_turn_modules()
 
     return send
+
+
+async def load_turn_modules() -> None:
+    """Import `TURN_MODULES` in a worker thread, once per process. Not on the event loop: 0.1 s
+    there held up every other request; and a module another thread is still importing would
+    block the loop on its import lock, which is why a first prompt waits here, in the loop's
+    terms, rather than importing them itself."""
+    global _turn_modules_loaded
+    if not _turn_modules_loaded:
+        await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in TURN_MODULES])
+        _turn_modules_loaded = True
 
 
 def environment(config: Config, base: Any, session_id: str) -> Any:

@@ -168,19 +168,19 @@ class AcpServer:
     async def load_session(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay_updates
 
-        session = self._restore(params)
+        session = await self._restore(params)
         tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
-        for update in replay_updates(session.store.messages(session.id), tools,
-                                     compaction_updates=self._client_compaction()):
+        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
+        for update in replay_updates(transcript, tools, compaction_updates=self._client_compaction()):
             await self._notify(session.id, update)
         return Reply(self._state(session), then=lifecycle.announce(self, session))
 
     async def resume_session(self, params: dict[str, Any]) -> Reply:
-        session = self._restore(params)
+        session = await self._restore(params)
         return Reply(self._state(session), then=lifecycle.announce(self, session))
 
-    def _restore(self, params: dict[str, Any]) -> Session:
+    async def _restore(self, params: dict[str, Any]) -> Session:
         from talaria.acp_server.history import last_todos
         from talaria.agent.permissions import MODES
 
@@ -193,7 +193,11 @@ class AcpServer:
         if record is None:
             raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
                                               sessionId=session_id)
-        history = self.store.messages(session_id, include_archived=False)
+        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
+        history = await anyio.to_thread.run_sync(
+            lambda: self.store.messages(session_id, include_archived=False))
+        if session_id in self.sessions:  # opened by another request meanwhile
+            return self.sessions[session_id]
         session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
                               mode=record.mode if record.mode in MODES else None,
                               session_id=session_id, history=history, mcp_servers=servers)
@@ -298,20 +302,22 @@ class AcpServer:
 
     async def _prompt_turn(self, session: Session, params: dict[str, Any],
                            command: tuple[str, str] | None) -> dict[str, Any] | Reply:
-        from talaria.acp_server.content import check_size, count_off_loop, typed_text, user_content
-        from talaria.acp_server.learning import finish_prompt
-        from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import AuthError, ProviderError
-        from talaria.agent.skills.commands import expand
-
         self.running[session.id] = scope = anyio.CancelScope()
         try:
             # A cancel may come while a resource link is read through the editor, or during a
             # slash command: before run_turn has a scope of its own, this one catches it.
             with scope:
+                # In the session's queue (prompts keep their order): 0.1 s of imports in a
+                # worker thread, not on the event loop; the imports below are then lookups.
+                await lifecycle.load_turn_modules()
+                from talaria.acp_server.content import check_size, typed_text, user_content
+                from talaria.acp_server.learning import finish_prompt
+                from talaria.agent.loop import run_turn
+                from talaria.agent.providers.errors import AuthError, ProviderError
+                from talaria.agent.skills.commands import expand
+
                 content = await user_content(params.get("prompt"), session.workspace)
                 check_size(content, session.context_window)
-                await count_off_loop(content)
                 if command is not None:
                     return {"stopReason": await self._command(session, *command)}
                 content = expand(session, typed_text(params["prompt"]), content) or content
@@ -370,6 +376,8 @@ def main() -> int:
     from talaria.acp_server.logs import setup_logging
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
+    from talaria.agent.context import tokens
+    from talaria.agent.context.token_child import TokenChild
     from talaria.tools import procs
 
     reader, writer = protect_stdout()
@@ -383,6 +391,7 @@ def main() -> int:
         print(f"talaria: {exc}")  # fd 1 is stderr now
         return 2
     procs.reap_orphans(config.home)  # what a crashed agent left running
+    tokens.count_with(TokenChild().count)  # its build here would stall every request (issue 9)
     anyio.run(serve, reader, writer, config, sandbox)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.

@@ -99,7 +99,10 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
             # Any error (EBADF, loop gone, receiver closed) means: stop, and report EOF.
             with contextlib.suppress(Exception):
                 while chunk := os.read(fd, READ_CHUNK_BYTES):
-                    from_thread.run(send.send, chunk, token=token)
+                    try:  # straight to the waiting reader: a loop pass less than `send`
+                        from_thread.run_sync(send.send_nowait, chunk, token=token)
+                    except anyio.WouldBlock:  # READ_BUFFER_CHUNKS ahead: wait for room
+                        from_thread.run(send.send, chunk, token=token)
             with contextlib.suppress(OSError):
                 os.close(fd)
             with contextlib.suppress(Exception):

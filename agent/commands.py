@@ -79,7 +79,8 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
     from talaria.agent.context import tokens
 
     if name == "context":
-        used = session.last_usage or tokens.count_messages(session.messages, session.tool_definitions())
+        used = session.last_usage or await tokens.count_messages_off_loop(
+            session.messages, session.tool_definitions())
         share = 100 * used / session.context_window
         return f"Context: {used:,} of {session.context_window:,} tokens ({share:.1f}%), " \
                f"{len(session.messages)} messages."

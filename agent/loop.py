@@ -20,8 +20,9 @@ from typing import Any
 import anyio
 
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import compact_session, needs_compaction
+from talaria.agent.context.compaction import compact_if_needed, compact_session
 from talaria.agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
+from talaria.agent.prompt import flattened
 from talaria.agent.providers.base import (
     Finish,
     Message,
@@ -82,9 +83,7 @@ async def _steps(session: Session, emit: Emit) -> str:
         take_process_notes(session)
         for notice in session.tool_notices():  # an MCP server failed or came back
             await emit(Notice(notice))
-        used = max(session.last_usage, _count_context(session))
-        if needs_compaction(session, used):
-            await compact_session(session, reason="auto")
+        await compact_if_needed(session, max(session.last_usage, _count_context(session)))
         try:
             message, calls, finish = await query(session, emit)
         except ContextOverflowError:
@@ -182,8 +181,8 @@ def _assistant(
 async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
     used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     used += usage.output_tokens
-    if used == 0:  # the provider reported nothing: count it ourselves
-        used = _count_context(session)
+    if used == 0:  # the provider reported nothing: count it ourselves, off the event loop
+        used = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
     session.last_usage = used
     await emit(UsageUpdated(
         used=used, size=session.context_window, input_tokens=usage.input_tokens,
@@ -197,12 +196,13 @@ def _has_images(content: str | list[dict[str, Any]]) -> bool:
 
 
 def _count_context(session: Session) -> int:
-    """Tokens of the context, counting only messages added since the last count."""
+    """An upper bound on the context's tokens (`tokens.bound_messages`: no tokenizer on the
+    event loop), counting only messages added since the last count."""
     messages = session.messages
     mark_list, mark_len, mark_tokens = session.token_mark or (None, 0, 0)
     if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
-        mark_len, mark_tokens = 0, tokens.count_messages([], session.tool_definitions())
-    total = mark_tokens + tokens.count_messages(messages[mark_len:])
+        mark_len, mark_tokens = 0, tokens.bound_messages([], session.tool_definitions())
+    total = mark_tokens + tokens.bound_messages(messages[mark_len:])
     session.token_mark = (id(messages), len(messages), total)
     return total
 
@@ -216,7 +216,7 @@ def _text(content: str | list[dict[str, Any]]) -> str:
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
     if session.title is not None:
         return
-    first = " ".join(_text(content).split())[:TITLE_LIMIT].strip() or "Untitled"
+    first = flattened(_text(content), TITLE_LIMIT).strip() or "Untitled"
     session.title = first
     if session.store is not None:
         session.store.update_session(session.id, title=first)

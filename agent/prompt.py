@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 from pathlib import Path
 
 SYSTEM_PROMPT = """\
@@ -31,3 +32,21 @@ def system_prompt(cwd: Path) -> str:
             continue
         text += f"\n# Project instructions ({name})\n{extra}\n"
     return text
+
+
+_WORD = re.compile(r"\S+")
+
+
+def flattened(text: str, limit: int) -> str:
+    """The first `limit` characters of `text` with every run of whitespace made one space.
+
+    Word by word, only as far as needed: `" ".join(text.split())` of a 1 MB prompt makes
+    ~150,000 strings, 11 ms on the event loop for a label of 200 characters (issue 9)."""
+    words: list[str] = []
+    size = 0
+    for match in _WORD.finditer(text):
+        words.append(match.group())
+        size += len(words[-1]) + 1
+        if size > limit:
+            break
+    return " ".join(words)[:limit]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,10 +23,13 @@ RUNS = 15
 
 class RawClient:
     def __init__(self, env: dict[str, str], cwd: Path, command: list[str] | None = None) -> None:
-        """`command`: default the installed `talaria acp`, else this interpreter's."""
+        """`command`: default the `talaria acp` installed beside this interpreter, else this
+        interpreter's module. Not the first `talaria` on PATH: that may be another checkout's
+        (a pyenv shim to the main tree), which is how a worktree once measured main's code."""
         if command is None:
-            installed = shutil.which("talaria")
-            command = [installed, "acp"] if installed else [sys.executable, "-m", "talaria.acp_server", "acp"]
+            installed = Path(sys.executable).with_name("talaria")
+            command = [str(installed), "acp"] if installed.exists() else [
+                sys.executable, "-m", "talaria.acp_server", "acp"]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)

@@ -17,6 +17,7 @@ import anyio
 
 from talaria.agent.checkpoints.journal import Checkpoint, Journal
 from talaria.agent.checkpoints.shadow import FILE_LIMIT, CheckpointError, ShadowRepo
+from talaria.agent.prompt import flattened
 
 PROMPT_CHARS = 200
 """Characters of a turn's prompt kept with its checkpoint."""
@@ -50,7 +51,7 @@ class TurnCheckpoints:
         return thread
 
     def begin_turn(self, prompt: str) -> None:
-        self.prompt = " ".join(prompt.split())[:PROMPT_CHARS]
+        self.prompt = flattened(prompt, PROMPT_CHARS)
         self.current, self.writes, self.too_large, self.attempted = None, {}, [], False
 
     async def before_change(self) -> str | None:

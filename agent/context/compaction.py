@@ -171,13 +171,11 @@ async def compact(
     messages: list[Message], *, window: int, tools: list[dict[str, Any]], summarizer: Summarizer,
     focus: str | None = None, force_summary: bool = False, between_turns: bool = False,
 ) -> Compaction:
-    before = count(messages, tools)
-    head, tail = boundaries(messages, int(window * TAIL_SHARE), between_turns=between_turns)
-    reduced = stage1(messages, head, tail)
-    # Totals by difference: only the messages stage 1 replaced are counted again.
-    changed = [i for i in range(head, tail) if reduced[i] is not messages[i]]
-    after = before - tokens.count_messages([messages[i] for i in changed]) \
-        + tokens.count_messages([reduced[i] for i in changed])
+    # Counting (the tokenizer's first build too), stage 1 and the transcript for the summary
+    # are CPU work over the whole context, tens of ms for a 1 MB message: a worker thread, so
+    # that the event loop goes on serving other requests (issue 9).
+    before, head, tail, reduced, after = await anyio.to_thread.run_sync(
+        _stage1, messages, window, tools, between_turns)
     if not force_summary and after <= window * TARGET_SHARE:
         return Compaction(reduced, before, after, stage=1)
     middle = reduced[head:tail]
@@ -192,7 +190,8 @@ async def compact(
     fallback, error = False, None
     try:
         with anyio.fail_after(SUMMARY_TIMEOUT):
-            summary = (await summarizer.summarize(instructions, render_transcript(middle))).strip()
+            transcript = await anyio.to_thread.run_sync(render_transcript, middle)
+            summary = (await summarizer.summarize(instructions, transcript)).strip()
         if not summary:
             raise ValueError("the summary model returned nothing")
         # One marker per context: an echoed marker would make the next update nest summaries.
@@ -205,9 +204,25 @@ async def compact(
         f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
     new = reduced[:head] + [note] + reduced[tail:]
-    after += tokens.count_messages([note]) - tokens.count_messages(middle)
+    # Counted in a worker thread, short texts too: exact counts may go to a child process.
+    after += await anyio.to_thread.run_sync(
+        lambda: tokens.count_messages([note]) - tokens.count_messages(middle))
     return Compaction(new, before, after, stage=2, summary=summary,
                       fallback=fallback, error=error, dropped=(head, tail))
+
+
+def _stage1(
+    messages: list[Message], window: int, tools: list[dict[str, Any]], between_turns: bool
+) -> tuple[int, int, int, list[Message], int]:
+    """(before, head, tail, reduced, after) of stage 1."""
+    before = count(messages, tools)
+    head, tail = boundaries(messages, int(window * TAIL_SHARE), between_turns=between_turns)
+    reduced = stage1(messages, head, tail)
+    # Totals by difference: only the messages stage 1 replaced are counted again.
+    changed = [i for i in range(head, tail) if reduced[i] is not messages[i]]
+    after = before - tokens.count_messages([messages[i] for i in changed]) \
+        + tokens.count_messages([reduced[i] for i in changed])
+    return before, head, tail, reduced, after
 
 
 def summarizer_for(session: Session) -> Summarizer:
@@ -227,7 +242,8 @@ async def compact_session(
     window = session.context_window
     if reason == "overflow":
         # The provider's limit is below what we were told: size the tail by what we have.
-        window = min(window, count(session.messages, session.tool_definitions()))
+        window = min(window, await tokens.count_messages_off_loop(
+            session.messages, session.tool_definitions()))
     result = await compact(
         session.messages, window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
@@ -237,8 +253,8 @@ async def compact_session(
         session.messages = result.messages
         session.last_usage = result.after
         session.token_mark = None
-        if session.store is not None:
-            session.store.save_context(session.id, result.messages)
+        if session.store is not None:  # the whole context as JSON: off the loop too
+            await anyio.to_thread.run_sync(session.store.save_context, session.id, result.messages)
     else:
         session.compaction_stalled_at = len(session.messages)
     if session.store is not None:
@@ -253,6 +269,20 @@ async def compact_session(
         result.fallback, result.error,
     ))
     return result
+
+
+async def compact_if_needed(session: Session, used: int) -> Compaction | None:
+    """Automatic compaction, before a model call. `used` may be an upper bound (the loop sizes
+    the context with `tokens.bound_messages`, which never builds the tokenizer); only when it
+    reaches the threshold is the context counted exactly, in a worker thread, and compacted if
+    the exact count reaches it too: the decision an exact count on every call would make."""
+    if not needs_compaction(session, used):
+        return None
+    exact = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
+    session.token_mark = None  # the loop's running total was a bound: recount, from the cache
+    if not needs_compaction(session, max(session.last_usage, exact)):
+        return None
+    return await compact_session(session, reason="auto")
 
 
 def needs_compaction(session: Session, used: int) -> bool:

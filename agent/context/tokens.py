@@ -5,19 +5,30 @@ tiktoken downloads its encodings on first use, which fails offline. Talaria ship
 if tiktoken itself is unavailable, `count` falls back to an estimate of one token per four
 UTF-8 bytes, which over-counts English slightly and is safe for budgeting.
 
-Counts are cached by text: a session's messages are counted as they arrive (the loop sizes
-the context before every model call), and compaction then re-sizes the same texts several
-times. Counting a 200K-token session with tiktoken takes ~90 ms; a cached one ~1 ms. The
-cache holds no text, only (hash, length) -> count, so it pins no memory of dropped messages.
+Counts are cached by text: compaction sizes the same texts several times. Counting a
+200K-token session with tiktoken takes ~90 ms; a cached one ~1 ms. The cache holds no text,
+only (hash, length) -> count, so it pins no memory of dropped messages.
+
+On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
+tokenizer. The loop sizes the context with the bound before every model call; only when the
+bound reaches the compaction threshold does compaction count exactly, in a worker thread
+(`count_messages_off_loop`), and decide on the exact count. A short session never counts
+exactly at all. Building the tokenizer holds the GIL for 60-90 ms in one step (tiktoken's
+`CoreBPE`, in Rust), which stalls every thread: `talaria acp` therefore counts exactly in a
+child process (`count_with`, `token_child.py`), which keeps the tables' ~14 MB too.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +50,20 @@ CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
 _counts: dict[tuple[int, int], int] = {}
+_counter: Callable[[str], int | None] | None = None
+"""Where exact counts are made instead of here (`count_with`); its None means: here."""
+_building = threading.Lock()
+"""One build of the encoding at a time: two threads counting at once would build it twice."""
+
+
+def encoding() -> Any | None:
+    """The cl100k_base encoding from the bundled file, or None if it cannot be built."""
+    with _building:
+        return _encoding()
 
 
 @cache
-def encoding() -> Any | None:
-    """The cl100k_base encoding from the bundled file, or None if it cannot be built."""
+def _encoding() -> Any | None:
     try:
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
@@ -75,9 +95,18 @@ def count(text: str) -> int:
     if found is None:
         if len(_counts) >= CACHE_ENTRIES:
             for old in list(_counts)[: CACHE_ENTRIES // 2]:
-                del _counts[old]
+                _counts.pop(old, None)  # a worker thread may be counting too
         found = _counts[key] = _count(text)
     return found
+
+
+def bound(text: str) -> int:
+    """An upper bound on `count(text)` that never builds the tokenizer: the count itself when
+    it is cached, else the text's UTF-8 bytes (cl100k is a byte-level BPE: every token is at
+    least one byte; the estimates `count` falls back to are a quarter of that)."""
+    if len(text) >= CACHE_MIN_CHARS and (found := _counts.get((hash(text), len(text)))) is not None:
+        return found
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def clear_cache() -> None:
@@ -85,7 +114,16 @@ def clear_cache() -> None:
     _counts.clear()
 
 
+def count_with(counter: Callable[[str], int | None] | None) -> None:
+    """From now on, make exact counts with `counter` (`token_child.TokenChild().count` under
+    `talaria acp`), never building the tokenizer here; where it returns None, here after all."""
+    global _counter
+    _counter = counter
+
+
 def _count(text: str) -> int:
+    if _counter is not None and len(text) <= EXACT_LIMIT and (found := _counter(text)) is not None:
+        return found
     enc = encoding() if len(text) <= EXACT_LIMIT else None
     if enc is None:
         return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
@@ -94,20 +132,39 @@ def _count(text: str) -> int:
 
 def count_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
     """Approximate prompt tokens of a request: message texts, tool calls, tool definitions."""
+    return _total(messages, tools, count)
+
+
+def bound_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    """An upper bound on `count_messages` (`bound` for each text): for the event loop."""
+    return _total(messages, tools, bound)
+
+
+async def count_messages_off_loop(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> int:
+    """`count_messages` in a worker thread (the tokenizer's build, long texts at ~0.6 s per
+    MB); the counts are cached, so `bound` of these texts is then exact."""
+    return await anyio.to_thread.run_sync(count_messages, messages, tools)
+
+
+def _total(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, counter: Callable[[str], int]
+) -> int:
     total = 0
     for message in messages:
         total += MESSAGE_OVERHEAD
         content = message.get("content")
         if isinstance(content, str):
-            total += count(content)
+            total += counter(content)
         elif isinstance(content, list):
             for part in content:
                 if part.get("type") == "text":
-                    total += count(part.get("text", ""))
+                    total += counter(part.get("text", ""))
                 else:  # images: a flat estimate of a mid-size image
                     total += 1000
         for call in message.get("tool_calls") or ():
-            total += count(call.get("name", "")) + count(call.get("arguments", ""))
+            total += counter(call.get("name", "")) + counter(call.get("arguments", ""))
     if tools:
-        total += count(json.dumps(tools, separators=(",", ":")))
+        total += counter(json.dumps(tools, separators=(",", ":")))
     return total

@@ -49,7 +49,8 @@ def fit(skills: list[Skill], budget: int, token_cap: int = PROMPT_TOKENS_MAX) ->
 
     def render(width: int | None) -> str | None:
         text = "\n".join(_line(s, width) for s in ordered)
-        return text if len(text) <= budget and tokens.count(text) <= token_cap else None
+        fits = len(text) <= budget and (tokens.bound(text) <= token_cap or tokens.count(text) <= token_cap)
+        return text if fits else None  # the bound first: a small list needs no tokenizer
 
     if (whole := render(None)) is not None:
         return whole
