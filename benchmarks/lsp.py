@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,8 +35,9 @@ CAPABILITIES = {
 
 class RawLsp:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        talaria = shutil.which("talaria")
-        command = [talaria, "lsp"] if talaria else [sys.executable, "-m", "talaria.acp_server", "lsp"]
+        talaria = Path(sys.executable).with_name("talaria")  # this install's, not PATH's first
+        command = [str(talaria), "lsp"] if talaria.exists() else [
+            sys.executable, "-m", "talaria.acp_server", "lsp"]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd)
