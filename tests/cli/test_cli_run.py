@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import pty
 import shutil
 import subprocess
@@ -130,6 +131,9 @@ def spawn_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tupl
     """`talaria ARGS` with a real terminal (a pty) as its controlling terminal: (pid, fd)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: permission questions go to /dev/tty, Ctrl-C comes from it
+        # As a terminal's shell starts it: a suite run from a background job (`cmd &`)
+        # inherits SIGINT ignored, and Python then keeps ignoring Ctrl-C.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.chdir(cwd)
         os.execve(sys.executable, [sys.executable, "-m", "talaria.acp_server", *args], env)
     return pid, fd

@@ -250,7 +250,8 @@ def test_closing_kills_every_server_at_once(tmp_path: Path) -> None:
 
     run([stdio("a"), stdio("b"), stdio("slow", "--hang")], tmp_path, keep, start_timeout=1)
     assert len(pids) == 3
-    assert all(r.path is None for r in records)  # their process-group records are gone too
+    # Their process-group records go too, once the MCP thread has seen each end.
+    assert wait_for(lambda: all(r.path is None for r in records))
 
 
 async def wait_async(predicate: Callable[[], Any], seconds: float = PATIENCE_S) -> None:
