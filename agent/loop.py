@@ -182,7 +182,7 @@ async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
     used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     used += usage.output_tokens
     if used == 0:  # the provider reported nothing: count it ourselves, off the event loop
-        used = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
+        used = await _exact_context(session)
     session.last_usage = used
     await emit(UsageUpdated(
         used=used, size=session.context_window, input_tokens=usage.input_tokens,
@@ -204,6 +204,21 @@ def _count_context(session: Session) -> int:
         mark_len, mark_tokens = 0, tokens.bound_messages([], session.tool_definitions())
     total = mark_tokens + tokens.bound_messages(messages[mark_len:])
     session.token_mark = (id(messages), len(messages), total)
+    return total
+
+
+async def _exact_context(session: Session) -> int:
+    """The context's exact tokens, counted off the event loop; only messages added since the
+    last count are counted (a long session would otherwise recount thousands per call)."""
+    messages = session.messages
+    mark_list, mark_len, mark_tokens = session.exact_mark or (None, 0, 0)
+    new = messages[mark_len:]
+    if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
+        new, mark_tokens = messages, 0
+        total = await tokens.count_messages_off_loop(new, session.tool_definitions())
+    else:
+        total = mark_tokens + await tokens.count_messages_off_loop(new)
+    session.exact_mark = (id(messages), len(messages), total)
     return total
 
 

@@ -58,6 +58,8 @@ class Session:
     """Context tokens in use after the last model call."""
     token_mark: tuple[int, int, int] | None = None
     """(id of `messages`, how many were counted, their tokens): counts only what is new."""
+    exact_mark: tuple[int, int, int] | None = None
+    """`token_mark` for exact counts (made off the event loop when a provider reports no usage)."""
     compaction_stalled_at: int | None = None
     """Context length when a compaction last made no progress: no retry until it changes."""
     allowed_tools: frozenset[str] | None = None

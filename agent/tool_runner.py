@@ -123,7 +123,7 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
                 if p.id in attached:
                     session.append(attached[p.id])
             if attached and retire_images(session.messages):
-                session.token_mark = None  # an earlier message changed: count afresh
+                session.token_mark = session.exact_mark = None  # an earlier message changed
 
 
 async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message],

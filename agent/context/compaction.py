@@ -252,7 +252,7 @@ async def compact_session(
     if result.progress:
         session.messages = result.messages
         session.last_usage = result.after
-        session.token_mark = None
+        session.token_mark = session.exact_mark = None
         if session.store is not None:  # the whole context as JSON: off the loop too
             await anyio.to_thread.run_sync(session.store.save_context, session.id, result.messages)
     else:

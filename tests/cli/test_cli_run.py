@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import pty
 import shutil
+import signal
 import subprocess
 import sys
 import time
