@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +19,22 @@ os.environ["TALARIA_HOME"] = _home = tempfile.mkdtemp(prefix="talaria-tests-home
 atexit.register(shutil.rmtree, _home, ignore_errors=True)
 
 
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def _measured_slow() -> frozenset[str]:
+    """The tests `scripts/slow-tests` measured at 0.5 s or more (node ids without parameters)."""
+    lines = SLOW_LIST.read_text(encoding="utf-8").splitlines() if SLOW_LIST.exists() else []
+    return frozenset(line for line in lines if line and not line.startswith("#"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`deep` tests run only when the -m expression names them (deselected, not skipped)."""
+    """Measured slow tests get the `slow` mark; `deep` tests run only when the -m expression
+    names them (deselected, not skipped)."""
+    slow = _measured_slow()
+    for item in items:
+        if item.nodeid.split("[")[0] in slow:
+            item.add_marker(pytest.mark.slow)
     if "deep" in (config.getoption("markexpr") or ""):
         return
     deep = [item for item in items if item.get_closest_marker("deep")]

@@ -100,10 +100,12 @@ class Connection:
         finally:
             self._client = None
             if self.stdio is not None:
-                if not self._stop.is_set():  # a closed pipe is often seen before the exit
+                if not (self._stop.is_set() or self.stdio.exited.is_set()):
+                    # A closed pipe is often seen before the exit, and the failure cancelled
+                    # the watcher: read what the server said last and wait for its end here.
                     with anyio.move_on_after(EXIT_WAIT_S, shield=True):
-                        await self.stdio.exited.wait()
-                if self.stdio.exited.is_set() and not self._stop.is_set():
+                        await self.stdio.drain()
+                if self.stdio.exited.is_set() and not self._stop.is_set() and self.stdio.ended_by_itself:
                     reason = self.stdio.why()  # how it died says more than what broke after
                 self.stdio.kill()
             # The status (and so the notice) first: a call that failed with the server waits

@@ -45,6 +45,8 @@ class StdioServer:
         self.pid = process.pid
         self.record = record
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self.killed = False
+        """We sent it SIGKILL (a start timeout, a failure, the session closing)."""
         self.exited = anyio.Event()
 
     @classmethod
@@ -57,6 +59,12 @@ class StdioServer:
         )
         return cls(spec, process, procs.track(process.pid, "mcp"))
 
+    @property
+    def ended_by_itself(self) -> bool:
+        """It exited (or was signalled) by something other than our SIGKILL."""
+        code = self.process.returncode
+        return code is not None and not (self.killed and code == -signal.SIGKILL)
+
     def why(self) -> str:
         """How the process ended, with its last stderr line, for a notice."""
         code = self.process.returncode
@@ -67,23 +75,30 @@ class StdioServer:
 
     async def watch(self) -> None:
         """Drain stderr (a full pipe would block the server) and wait for the exit."""
-        assert self.process.stderr is not None
-        buffer = b""
         try:
-            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
-                                     anyio.BrokenResourceError, OSError):
-                async for chunk in self.process.stderr:
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()[-4096:]
-                    for line in lines:
-                        text = line.decode("utf-8", "replace").rstrip()
-                        self.stderr.append(text)
-                        log.debug("mcp %s: %s", self.spec.name, text)
-            await self.process.wait()
-            self.exited.set()
+            await self.drain()
         finally:  # exited, or the session closed (and killed it)
             self.kill()  # what it started dies with it
             self.record.close()
+
+    async def drain(self) -> None:
+        """Read stderr to its end, wait for the exit, set `exited`. Safe to call again after
+        a cancelled call (the connection failed first): what was left is read then."""
+        assert self.process.stderr is not None
+        buffer = b""
+        with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
+                                 anyio.BrokenResourceError, OSError):
+            async for chunk in self.process.stderr:
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()[-4096:]
+                for line in lines:
+                    text = line.decode("utf-8", "replace").rstrip()
+                    self.stderr.append(text)
+                    log.debug("mcp %s: %s", self.spec.name, text)
+        if buffer.strip():
+            self.stderr.append(buffer.decode("utf-8", "replace").rstrip())
+        await self.process.wait()
+        self.exited.set()
 
     @asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -145,5 +160,6 @@ class StdioServer:
 
     def kill(self) -> None:
         """SIGKILL the server's process group (whatever it started too). Any thread; twice is fine."""
+        self.killed = True
         with contextlib.suppress(OSError):
             os.killpg(self.pid, signal.SIGKILL)
