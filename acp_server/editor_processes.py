@@ -42,7 +42,6 @@ RELEASE_TIMEOUT_S = 5.0
 
 
 class EditorBackground(Background):
-    takes_input = False
 
     def __init__(self, log: ProcessLog, ws: Terminals, terminal_id: str, name: str,
                  cleanup: Callable[[], None]) -> None:

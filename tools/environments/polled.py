@@ -27,7 +27,6 @@ SEP = b"\0talaria-out\0"
 
 
 class PolledBackground(Background):
-    takes_input = False
 
     def __init__(self, log: ProcessLog, run: Exec, run_sync: Callable[[str], object],
                  directory: str, where: str, back: Callable[[str], str]) -> None:

@@ -83,7 +83,6 @@ class Background:
     signalled and fed; this class holds what the table and the tool read."""
 
     where = "this machine"
-    takes_input = True
 
     def __init__(self, log: ProcessLog) -> None:
         self.log = log

@@ -53,7 +53,6 @@ class Entry:
     started: float = field(default_factory=time.time)
     polled: int = 0
     """Output bytes already shown by `poll`."""
-    noted: bool = False
 
 
 class ProcessTable:
