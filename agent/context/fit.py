@@ -30,6 +30,9 @@ MIN_ANSWER = 256
 """Fewer tokens than this left for the answer: the context does not fit, the call is not made."""
 TOKENIZER_MARGIN = 1.1
 """Our count (cl100k) times this stands for the provider's when its error gives no count."""
+SLACK_SHARE = 0.02
+"""Share of the window left free beyond our estimate of the prompt: the token ratio was
+measured on an earlier request, and new messages frame differently."""
 MAX_RATIO = 4.0
 """The provider's tokens per one of ours, at most: a prompt count further off is not this
 request's (a misread number), and is not used."""
@@ -47,7 +50,7 @@ async def answer_room(session: Session, used: int) -> int | None:
     if wanted is None or used * session.token_ratio + wanted <= session.context_window:
         return wanted
     exact = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
-    left = session.context_window - math.ceil(exact * session.token_ratio)
+    left = session.context_window - _provider_tokens(session, exact)
     return max(MIN_ANSWER, min(wanted, left))
 
 
@@ -56,22 +59,26 @@ async def fit_after_overflow(session: Session, error: ContextOverflowError) -> i
     max_tokens for the retry. Raises a ContextOverflowError that names the numbers and the
     settings when the context cannot fit."""
     limit, sent, ours = await _learn(session, error)
+    short = f"that leaves less than the {MIN_ANSWER:,} an answer needs"
+    if limit - _provider_tokens(session, _base(session), limit) < MIN_ANSWER:
+        raise _too_large(session, error, limit, sent, None, short)  # no compaction can help
     reserve = max(MIN_ANSWER, min(session.max_tokens or MIN_ANSWER, int(limit * ANSWER_SHARE)))
     budget = max(1, int((limit - reserve) / session.token_ratio))
+    now = None
     if ours > budget:
         result = await compact_session(session, force_summary=True, reason="overflow",
                                        window=budget)
-        if result.progress:
-            ours = result.after
-    room = limit - math.ceil(ours * session.token_ratio)
+        now = ours = result.after if result.progress else ours
+    room = limit - _provider_tokens(session, ours, limit)
     if room < MIN_ANSWER:
-        raise _too_large(session, error, limit, sent, ours)
+        raise _too_large(session, error, limit, sent, now, short)
     return min(session.max_tokens, room) if session.max_tokens else room
 
 
 async def refused_again(session: Session, error: ContextOverflowError) -> ContextOverflowError:
     """The error that ends the turn when the retry was refused too (learning from it first)."""
-    return _too_large(session, error, *await _learn(session, error))
+    limit, sent, _ = await _learn(session, error)
+    return _too_large(session, error, limit, sent, None, "the retry was refused too")
 
 
 async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, int, int]:
@@ -83,7 +90,7 @@ async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, in
         session.token_ratio = max(1.0, prompt / ours)
     elif error.limit:
         session.token_ratio = max(session.token_ratio, TOKENIZER_MARGIN)
-    sent = prompt or math.ceil(ours * session.token_ratio)
+    sent = error.prompt or math.ceil(ours * session.token_ratio)
     if error.limit is None:  # it did not say: what was sent was too much, by how much is unknown
         return min(session.context_window, sent), sent, ours
     if error.limit != session.context_window:
@@ -95,18 +102,32 @@ async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, in
     return error.limit, sent, ours
 
 
-def _too_large(
-    session: Session, error: ContextOverflowError, limit: int, sent: int, ours: int,
-) -> ContextOverflowError:
-    """The error that ends the turn: what was sent, the limit, what cannot shrink, what to set."""
+def _provider_tokens(session: Session, ours: int, window: int | None = None) -> int:
+    """Our count as the provider's, with `SLACK_SHARE` of the window to spare."""
+    window = session.context_window if window is None else window
+    return math.ceil(ours * session.token_ratio + window * SLACK_SHARE)
+
+
+def _base(session: Session) -> int:
+    """Our count of what no compaction shrinks: the system prompt and the tool definitions."""
     system = [m for m in session.messages if m.get("role") == "system"]
-    base = math.ceil(tokens.count_messages(system, session.tool_definitions()) * session.token_ratio)
+    return tokens.count_messages(system, session.tool_definitions())
+
+
+def _too_large(
+    session: Session, error: ContextOverflowError, limit: int, sent: int, compacted: int | None,
+    why: str,
+) -> ContextOverflowError:
+    """The error that ends the turn: what was sent, the limit, what cannot shrink, what to set.
+    `compacted`: our count of the context after a compaction, if one was made."""
+    base = math.ceil(_base(session) * session.token_ratio)
     said = "its error says" if error.limit is not None else "it did not say its limit"
     text = (f"the context does not fit the model: {sent:,} tokens were sent and the window is "
-            f"{limit:,} ({said}); the system prompt and tool definitions alone take {base:,}, "
-            f"compaction left {math.ceil(ours * session.token_ratio):,} (the first request and "
-            f"the current turn are kept whole) and the answer needs at least {MIN_ANSWER:,}")
-    out = ContextOverflowError(text, status=error.status, provider=error.provider,
+            f"{limit:,} ({said}); the system prompt and tool definitions alone take {base:,}")
+    if compacted is not None:
+        text += (f", the context {math.ceil(compacted * session.token_ratio):,} after compaction "
+                 "(which keeps the first request and the current turn whole)")
+    out = ContextOverflowError(f"{text}: {why}", status=error.status, provider=error.provider,
                                endpoint=error.endpoint)
     out.limit, out.prompt, out.retries = limit, sent, error.retries
     out.hint = SETTINGS + "."

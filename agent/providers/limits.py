@@ -57,7 +57,7 @@ PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
     (_p(r"prompt is too long: N, model maximum context length: N"), 2, 1),
     (_p(r"cannot exceed N - received N"), 1, 2),
     # Last: any "maximum context length is N" / "context length of N" / "context size (N"
-    (_p(r"(?:maximum|max) context length (?:is |of )?N"), 1, 0),
+    (_p(r"(?:maximum|max) context length (?:of this \w+ )?(?:is |of )?N"), 1, 0),
     (_p(r"context (?:length|window|size|limit) (?:is |of |\()N"), 1, 0),
 )
 

@@ -43,7 +43,8 @@ _CONTEXT = re.compile(
     r"|too many tokens|input is too long|reduce the length|exceed_context_size"
     r"|exceeds? (?:the )?(?:available )?context (?:size|length|limit)|maximum model length"
     r"|too large for model with|maximum number of tokens allowed|context length of only"
-    r"|input length exceeds|`max_new_tokens` must be|exceeds? the configured limit",
+    r"|input length exceeds|`max_new_tokens` must be|exceeds? the configured limit"
+    r"|too long and exceeds limit",
     re.I,
 )
 _MODEL = re.compile(r"model_not_found|model not found|no such model|unknown model", re.I)
