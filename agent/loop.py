@@ -86,8 +86,9 @@ async def _steps(session: Session, emit: Emit) -> str:
             await emit(Notice(notice))
         used = max(session.last_usage, _count_context(session))
         await compact_if_needed(session, used)
+        room = await answer_room(session, used, lambda: _exact_context(session))
         try:
-            message, calls, finish = await query(session, emit, await answer_room(session, used))
+            message, calls, finish = await query(session, emit, room)
         except ContextOverflowError as error:
             # The provider's word beats our estimate: learn its window, compact to fit it,
             # retry the call once; a second refusal ends the turn with the numbers.

@@ -8,7 +8,7 @@ retried once, asking for no more answer than fits. When nothing can shrink enoug
 prompt and the tool definitions alone are too big), the turn ends with the numbers and the
 settings that change them.
 
-    max_tokens = await answer_room(session, used)          # before each model call
+    max_tokens = await answer_room(session, used, count)   # before each model call
     max_tokens = await fit_after_overflow(session, error)  # the retry's, or ContextOverflowError
     raise await refused_again(session, error)              # the retry was refused too
 """
@@ -16,6 +16,7 @@ settings that change them.
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 
 from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact_session
@@ -42,15 +43,15 @@ SETTINGS = ("Use a model with a larger window (the `model` setting, TALARIA_MODE
             "it cannot enlarge it")
 
 
-async def answer_room(session: Session, used: int) -> int | None:
+async def answer_room(session: Session, used: int, exact: Callable[[], Awaitable[int]]) -> int | None:
     """The max_tokens for the next call: the session's, or less when the context leaves less
     under the window (a server that counts prompt + max_tokens refuses more). `used` is an
-    upper bound on the context (the loop's); only near the window is it counted exactly."""
+    upper bound on the context (the loop's); only near the window is it counted, by `exact`
+    (the loop's count, which counts only what is new since its last)."""
     wanted = session.max_tokens
     if wanted is None or used * session.token_ratio + wanted <= session.context_window:
         return wanted
-    exact = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
-    left = session.context_window - _provider_tokens(session, exact)
+    left = session.context_window - _provider_tokens(session, await exact())
     return max(MIN_ANSWER, min(wanted, left))
 
 
@@ -97,7 +98,7 @@ async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, in
         await session.door.emit(Notice(
             f"{session.provider.name} says its context window is {error.limit:,} tokens "
             f"(Talaria assumed {session.context_window:,}): using {error.limit:,} for this "
-            "session and compacting to fit."))
+            f"session; set context_window = {error.limit} in config.toml to start with it."))
         session.context_window = error.limit
     return error.limit, sent, ours
 
@@ -121,9 +122,14 @@ def _too_large(
     """The error that ends the turn: what was sent, the limit, what cannot shrink, what to set.
     `compacted`: our count of the context after a compaction, if one was made."""
     base = math.ceil(_base(session) * session.token_ratio)
-    said = "its error says" if error.limit is not None else "it did not say its limit"
-    text = (f"the context does not fit the model: {sent:,} tokens were sent and the window is "
-            f"{limit:,} ({said}); the system prompt and tool definitions alone take {base:,}")
+    if error.limit is not None:
+        text = (f"the context does not fit the model: {sent:,} tokens were sent and the window "
+                f"is {limit:,} (its error says); the system prompt and tool definitions alone "
+                f"take {base:,}")
+    else:
+        text = (f"the context does not fit the model: it refused {sent:,} tokens as too long "
+                f"without saying its limit; the system prompt and tool definitions alone take "
+                f"{base:,}")
     if compacted is not None:
         text += (f", the context {math.ceil(compacted * session.token_ratio):,} after compaction "
                  "(which keeps the first request and the current turn whole)")

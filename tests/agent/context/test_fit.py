@@ -12,7 +12,7 @@ import pytest
 from benchmarks.synthetic import TemplateSummarizer, tool_heavy_session
 from talaria.agent import commands
 from talaria.agent.config import load_config
-from talaria.agent.context import fit
+from talaria.agent.context import fit, tokens
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.errors import ContextOverflowError
 from tests.fakewindow import STYLES, prompt_tokens, refusal, small_window
@@ -112,7 +112,29 @@ def test_a_second_refusal_ends_the_turn(fake_llm, tmp_path: Path) -> None:
 
 def test_answer_room_is_bounded_below(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, context_window=2150)  # ~2,100: system + tools
-    room = anyio.run(fit.answer_room, session, 10**6)
+    async def exact() -> int:
+        return tokens.count_messages(session.messages, session.tool_definitions())
+
+    room = anyio.run(fit.answer_room, session, 10**6, exact)
     assert room == fit.MIN_ANSWER  # the window is all but used: the call asks for the least
     session.context_window = 128_000
-    assert anyio.run(fit.answer_room, session, 1000) == session.max_tokens
+    assert anyio.run(fit.answer_room, session, 1000, exact) == session.max_tokens
+
+
+def test_a_refusal_without_numbers_compacts_and_never_invents_a_window(
+        fake_llm, tmp_path: Path) -> None:
+    """Bedrock and Ollama say "too long" without a number: the context is compacted below what
+    was sent and retried; the window is not changed; nothing to shrink says so plainly."""
+    session = make_session(fake_llm, tmp_path)
+    session.summarizer = TemplateSummarizer()
+    for message in tool_heavy_session(30_000)[1:]:
+        session.append(message)
+    vague = {"fault": {"status": 400, "message": "Input is too long for requested model."}}
+    fake_llm.script([vague, {"text": "done"}])
+    assert anyio.run(run_turn, session, "go on") == "end_turn"
+    assert session.context_window == 128_000 and len(fake_llm.requests) == 2
+    assert prompt_tokens(fake_llm.requests[1]["json"]) < prompt_tokens(fake_llm.requests[0]["json"]) / 2
+    fresh = make_session(fake_llm, tmp_path)
+    fake_llm.script([vague])
+    with pytest.raises(ContextOverflowError, match="without saying its limit"):
+        anyio.run(run_turn, fresh, "hi")
