@@ -72,6 +72,8 @@ def test_a_long_session_is_compacted_to_the_window_the_server_names(
     assert not fits(style, refused) and fits(style, retried)
     [compacted] = events.of("Compacted")
     assert compacted.applied and compacted.after < WINDOW
+    # Compacted with the answer's share of the window to spare, as the server counts.
+    assert prompt_tokens(retried["json"]) <= WINDOW * (1 - fit.ANSWER_SHARE)
     assert session.context_window == WINDOW
     assert session.messages[-1]["content"] == "carrying on"
 
