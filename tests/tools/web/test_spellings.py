@@ -95,8 +95,8 @@ def test_every_spelling_in_a_url_is_refused_before_connecting(tmp_path: Path) ->
     """Through web_extract's whole path (URL parsing by httpx too): nothing reaches the
     loopback server; with loopback allowed, the same spellings do reach it (they are real)."""
     with PageServer() as web:
-        reachable = {**url_spellings(LOOPBACK), "mapped": v6_spellings(LOOPBACK)["mapped"],
-                     "name": "LocalHost"}
+        # (IPv4 spellings only: the mapped IPv6 forms need an IPv6 stack to reach the server.)
+        reachable = {**url_spellings(LOOPBACK), "name": "LocalHost"}
         odd = {**v6_spellings(LOOPBACK), "trailing dot": "127.0.0.1.", "name dot": "localhost.",
                "padded": "127.000.000.001", "zone": "[fe80::1%25lo]", "unspecified": "[::]",
                "zero": "0", "percent": "%31%32%37.0.0.1", "upper": "[::FFFF:7F00:0001]",
@@ -107,8 +107,9 @@ def test_every_spelling_in_a_url_is_refused_before_connecting(tmp_path: Path) ->
         for (form, host), result in zip(spellings.items(), results, strict=True):
             assert result["content"] == "" and result["error"], (form, host)
             if form in reachable:
-                assert "127.0.0.1: loopback" in result["error"] or "which is loopback" in \
-                    result["error"], (form, result["error"])
+                assert "which is loopback" in result["error"], (form, result["error"])
+            if form in v6_spellings(LOOPBACK):  # judged by the IPv4 address inside
+                assert "127.0.0.1: loopback" in result["error"], (form, result["error"])
         assert web.hits["/article"] == 0
         allowed = anyio.run(extract_pages, state(tmp_path, "127.0.0.0/8"),
                             [f"http://{h}:{web.port}/article" for h in reachable.values()])
