@@ -118,10 +118,16 @@ def compaction(event: ev.Compacted, *, client_supports: bool) -> dict[str, Any]:
         if event.summary:
             update["summary"] = [text_block(event.summary)]
         if event.error or not event.applied:
-            update["error"] = event.error or "the compaction did not reduce the context"
+            update["error"] = event.error or (
+                f"the context stays at {event.before:,} tokens: what compaction keeps whole "
+                "(the system prompt, the first request, the latest turn) is nearly all of it")
         return update
-    verb = "Compacted" if event.applied else "Could not compact"
-    text = f"\n> {verb} the context: {event.before:,} -> {event.after:,} tokens"
+    if event.applied:
+        text = f"\n> Compacted the context: {event.before:,} -> {event.after:,} tokens"
+    else:  # issue 23: "2,281 -> 2,281 tokens" alone did not say why nothing changed
+        text = (f"\n> Could not compact the context ({event.before:,} tokens): what compaction "
+                "keeps whole (the system prompt, the first request, the latest turn) is nearly "
+                "all of it")
     if event.fallback:
         text += " (the summary model failed; a summary built from the transcript was used)"
     return {"sessionUpdate": "agent_message_chunk", "content": text_block(text + "\n")}

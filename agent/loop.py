@@ -20,7 +20,8 @@ from typing import Any
 import anyio
 
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import compact_if_needed, compact_session
+from talaria.agent.context.compaction import compact_if_needed
+from talaria.agent.context.fit import answer_room, fit_after_overflow, refused_again
 from talaria.agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
 from talaria.agent.prompt import flattened
 from talaria.agent.providers.base import (
@@ -83,15 +84,19 @@ async def _steps(session: Session, emit: Emit) -> str:
         take_process_notes(session)
         for notice in session.tool_notices():  # an MCP server failed or came back
             await emit(Notice(notice))
-        await compact_if_needed(session, max(session.last_usage, _count_context(session)))
+        used = max(session.last_usage, _count_context(session))
+        await compact_if_needed(session, used)
+        room = await answer_room(session, used, lambda: _exact_context(session))
         try:
-            message, calls, finish = await query(session, emit)
-        except ContextOverflowError:
-            # The provider's word beats our estimate: compact hard, then retry the call once.
-            result = await compact_session(session, force_summary=True, reason="overflow")
-            if not result.progress:
-                raise
-            message, calls, finish = await query(session, emit)
+            message, calls, finish = await query(session, emit, room)
+        except ContextOverflowError as error:
+            # The provider's word beats our estimate: learn its window, compact to fit it,
+            # retry the call once; a second refusal ends the turn with the numbers.
+            room = await fit_after_overflow(session, error)
+            try:
+                message, calls, finish = await query(session, emit, room)
+            except ContextOverflowError as again:
+                raise await refused_again(session, again) from None
         session.append(message)
         if finish.reason == "refusal":
             raise TurnEnded("refusal")
@@ -105,15 +110,18 @@ async def _steps(session: Session, emit: Emit) -> str:
     raise TurnEnded("max_turn_requests")
 
 
-async def query(session: Session, emit: Emit) -> tuple[Message, list[ToolCallRequest], Finish]:
-    """Stream one model call; returns the assistant message, its tool calls and finish."""
+async def query(
+    session: Session, emit: Emit, max_tokens: int | None = None,
+) -> tuple[Message, list[ToolCallRequest], Finish]:
+    """Stream one model call; returns the assistant message, its tool calls and finish.
+    `max_tokens`: the answer's room (default: the session's)."""
     text: list[str] = []
     reasoning: list[str] = []
     calls: list[ToolCallRequest] = []
     usage, finish = Usage(), Finish("stop")
     started = time.monotonic()
     stream = session.provider.stream(
-        session.messages, session.tool_definitions(), max_tokens=session.max_tokens,
+        session.messages, session.tool_definitions(), max_tokens=max_tokens or session.max_tokens,
         reasoning_effort=session.reasoning_effort,
     )
     try:

@@ -60,6 +60,9 @@ class Session:
     """(id of `messages`, how many were counted, their tokens): counts only what is new."""
     exact_mark: tuple[int, int, int] | None = None
     """`token_mark` for exact counts (made off the event loop when a provider reports no usage)."""
+    token_ratio: float = 1.0
+    """The provider's tokens per one of ours (its tokenizer is not cl100k), from the counts its
+    last context-overflow error gave (`context.fit`)."""
     compaction_stalled_at: int | None = None
     """Context length when a compaction last made no progress: no retry until it changes."""
     allowed_tools: frozenset[str] | None = None

@@ -11,7 +11,7 @@ POST /v1/chat/completions and POST /v1/messages both take the next TURN from one
 
     {"fault": {"status": 429, "retry_after": 1}}     any status; each API's real error body;
                                                      optional "retry_after_ms", "message",
-                                                     "code", "type" override the defaults
+                                                     "code", "type" override it; "body" replaces it
     {"fault": "context_overflow"}                    400 with the real context-length error
     {"fault": "stall", "after_chunks": N}            N events, then silence until the client
                                                      hangs up (or `stall_seconds`)
@@ -260,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             type_, message = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
             error = {"type": fault.get("type", type_), "message": fault.get("message", message)}
             body = {"type": "error", "error": error, "request_id": "req_fake"}
-        self._json(status, body, headers)
+        self._json(status, fault.get("body", body), headers)
 
     def _json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None):
         data = json.dumps(body).encode()

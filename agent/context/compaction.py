@@ -231,19 +231,21 @@ def summarizer_for(session: Session) -> Summarizer:
 
 async def compact_session(
     session: Session, *, focus: str | None = None, force_summary: bool = False,
-    reason: str = "manual", between_turns: bool | None = None,
+    reason: str = "manual", between_turns: bool | None = None, window: int | None = None,
 ) -> Compaction:
     """Compact the live context, save the snapshot and the event, tell the front door.
     `between_turns` (default: `reason == "manual"`, the user's /compact, which runs between
     prompts) lets compaction take finished turns; automatic and overflow compaction run
-    inside a turn and keep it whole."""
+    inside a turn and keep it whole. `window`: the tokens to compact for (default: the
+    session's window; `context.fit` passes the room a provider's limit leaves)."""
     if between_turns is None:
         between_turns = reason == "manual"
-    window = session.context_window
-    if reason == "overflow":
-        # The provider's limit is below what we were told: size the tail by what we have.
-        window = min(window, await tokens.count_messages_off_loop(
-            session.messages, session.tool_definitions()))
+    if window is None:
+        window = session.context_window
+        if reason == "overflow":
+            # The provider's limit is below what we were told: size the tail by what we have.
+            window = min(window, await tokens.count_messages_off_loop(
+                session.messages, session.tool_definitions()))
     result = await compact(
         session.messages, window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,

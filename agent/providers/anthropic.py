@@ -205,6 +205,7 @@ class AnthropicProvider:
                 type_=type_,
                 headers=exc.response.headers,
                 provider=self.name,
+                body=exc.body,
             )
         if isinstance(exc, ValueError):  # undecodable JSON in the stream
             return ServerError(f"malformed stream data: {exc}", provider=self.name)

@@ -24,8 +24,10 @@ failed (model and endpoint), what happened, the provider's own words, and what t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from talaria.agent.providers.limits import overflow_numbers
 from talaria.tools.errors import TalariaError
 
 
@@ -155,10 +157,27 @@ class UnreachableError(TimeoutError_):
 
 
 class ContextOverflowError(ProviderError):
+    """`.limit` and `.prompt`: the window and the prompt's size the provider's error states
+    (`limits.overflow_numbers`), None when it does not say."""
+
     cause = "context_overflow"
     kind = "context window exceeded"
     hint = ("The conversation does not fit the model even after compaction: start a new "
             "session, attach less, or choose a model with a larger context window.")
+
+    def __init__(self, message: str, *, details: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        numbers = overflow_numbers(message, details)
+        self.limit, self.prompt = numbers.limit, numbers.prompt
+
+    def to_data(self) -> dict[str, Any]:
+        data = super().to_data()
+        if self.limit is not None:
+            data["limit"] = self.limit
+        if self.prompt is not None:
+            data["promptTokens"] = self.prompt
+        return data
 
 
 class PayloadTooLargeError(ProviderError):

@@ -192,11 +192,13 @@ class OpenAIProvider:
                 type_=type_,
                 headers=exc.response.headers,
                 provider=self.name,
+                body=exc.body,
             )
         if isinstance(exc, sdk.APIError):  # an error chunk inside a 200 stream
             message, code, type_ = error_fields(exc.body)
             return classify_error(
-                None, message or exc.message, code=code, type_=type_, provider=self.name
+                None, message or exc.message, code=code, type_=type_, provider=self.name,
+                body=exc.body,
             )
         if isinstance(exc, ValueError):  # undecodable JSON in the stream
             return ServerError(f"malformed stream data: {exc}", provider=self.name)

@@ -40,7 +40,11 @@ _BILLING = re.compile(
 _OVERLOADED = re.compile(r"overloaded", re.I)
 _CONTEXT = re.compile(
     r"context_length_exceeded|maximum context length|context window|prompt is too long"
-    r"|too many tokens|input is too long|reduce the length",
+    r"|too many tokens|input is too long|reduce the length|exceed_context_size"
+    r"|exceeds? (?:the )?(?:available )?context (?:size|length|limit)|maximum model length"
+    r"|too large for model with|maximum number of tokens allowed|context length of only"
+    r"|input length exceeds|`max_new_tokens` must be|exceeds? the configured limit"
+    r"|too long and exceeds limit",
     re.I,
 )
 _MODEL = re.compile(r"model_not_found|model not found|no such model|unknown model", re.I)
@@ -139,8 +143,10 @@ def classify_error(
     type_: str | None = None,
     headers: Mapping[str, str] | None = None,
     provider: str = "",
+    body: Any = None,
 ) -> ProviderError:
-    """The `ProviderError` subclass for an HTTP status plus the error body's message/code/type."""
+    """The `ProviderError` subclass for an HTTP status plus the error body's message/code/type.
+    `body`: the whole error body, where a server puts more (llama.cpp's `n_ctx`)."""
     if status in (None, 200):
         status = _TYPE_STATUS.get(type_ or "")
     text = " ".join(filter(None, (code, type_, message)))
@@ -168,12 +174,22 @@ def classify_error(
         cls = ServerError  # an unexplained failure mid-stream: worth another try
     else:
         cls = BadRequestError
+    if cls is ContextOverflowError:
+        return ContextOverflowError(message or f"HTTP {status}", status=status,
+                                    provider=provider, details=error_details(body))
     return cls(
         message or f"HTTP {status}",
         status=status,
         retry_after=parse_retry_after(headers),
         provider=provider,
     )
+
+
+def error_details(body: Any) -> Mapping[str, Any] | None:
+    """The inner error object of an error body (`{"error": {...}}`), or the body itself."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        return cast(Mapping[str, Any], body["error"])
+    return body if isinstance(body, Mapping) else None
 
 
 # Worth another provider even though retrying the same one is pointless.

@@ -188,7 +188,7 @@ def test_url_errors(fake_llm, tmp_path: Path) -> None:
     with PageServer() as web:
         blocked = make_session(fake_llm, tmp_path, model=VISION_MODEL)  # no web_allow_networks
         result = call(blocked, fake_llm, {"image_url": web.url("/image.png"), "question": "q"})
-        assert "private, loopback or link-local" in result["error"] and not attached(blocked)
+        assert "which is loopback" in result["error"] and not attached(blocked)
         assert web.hits["/image.png"] == 0
         session = make_session(fake_llm, tmp_path, model=VISION_MODEL,
                                web_allow_networks=["127.0.0.0/8"])

@@ -2,6 +2,7 @@
 (pages as markdown, fetched through an SSRF guard, or through a reading service).
 
     settings.py  which backends, their keys, every bound      guard.py  where fetches may go
+    addresses.py what an address is (IANA tables, IPv4 in IPv6)
     search.py    the search backends                          fetch.py  one guarded GET
     read.py      HTML -> markdown, PDF -> text                 pages.py  many URLs, cache, caps
     remote.py    Firecrawl / Tavily extraction                 spill.py  head + tail, saved texts

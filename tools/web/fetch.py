@@ -17,7 +17,7 @@ import anyio
 
 from talaria.tools.errors import WebError
 from talaria.tools.images import sniff
-from talaria.tools.web.guard import check_url
+from talaria.tools.web.guard import BlockedURL, check_url
 from talaria.tools.web.settings import MAX_REDIRECTS, WebSettings
 
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -92,6 +92,8 @@ async def fetch(client: Any, url: str, settings: WebSettings, *, image: bool = F
             return await _follow(client, url, settings, image)
     except TimeoutError:
         raise WebError(f"no complete answer within {settings.page_deadline:g} s") from None
+    except httpx2.InvalidURL as exc:  # not an HTTPError: it would end every page's fetch
+        raise BlockedURL(f"malformed URL: {exc}") from None
     except httpx2.TimeoutException:
         raise WebError(f"timed out after {settings.timeout:g} s without data") from None
     except httpx2.HTTPError as exc:

@@ -11,10 +11,11 @@ A URL the model chose could point at this machine or its network: the cloud meta
 - each redirect is a new URL, checked the same way (see `talaria.tools.web.fetch`);
 - no proxy from the environment (a proxy would resolve names itself).
 
-Allowed: global unicast addresses (`ipaddress`'s `is_global`, which leaves out loopback,
-private, link-local, carrier-grade NAT, documentation and reserved ranges), IPv4-mapped and
-6to4 forms judged by the IPv4 address inside. `allow` widens that to networks the user
-names in config (`web_allow_networks`, e.g. `127.0.0.0/8` for a local test server).
+Allowed: public addresses, decided by what an address is whatever its spelling (decimal,
+octal, hex, short IPv4 forms are resolved to it; an IPv6 form that carries an IPv4 address is
+judged by that address too): `talaria.tools.web.addresses` holds the tables. `allow` widens
+that to networks the user names in config (`web_allow_networks`, e.g. `127.0.0.0/8` for a
+local test server).
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from talaria.tools.errors import WebError
+from talaria.tools.web.addresses import Address, Network, refusal
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SCHEMES = ("http", "https")
 
 
@@ -69,26 +69,8 @@ def check_url(url: str) -> tuple[str, str, int]:
     return scheme, parts.hostname, port or (443 if scheme == "https" else 80)
 
 
-def _unwrap(ip: Address) -> Address:
-    """The IPv4 address an IPv6 form carries (mapped, 6to4), which is what gets reached."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return ip.ipv4_mapped
-        if ip.sixtofour is not None:
-            return ip.sixtofour
-    return ip
-
-
-def _within(ip: Address, networks: tuple[Network, ...]) -> bool:
-    # `in` does not compare versions: an IPv4 address "is in" some IPv6 networks.
-    return any(ip.version == net.version and ip in net for net in networks)
-
-
 def address_allowed(ip: Address, allow: tuple[Network, ...] = ()) -> bool:
-    inner = _unwrap(ip)
-    if _within(inner, allow) or _within(ip, allow):
-        return True
-    return inner.is_global and not inner.is_multicast
+    return refusal(ip, allow) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +91,12 @@ class Policy:
                 addresses.append(text)
         if not addresses:
             raise BlockedURL(f"{host!r} resolves to no address")
-        blocked = [a for a in addresses if not address_allowed(ipaddress.ip_address(a), self.allow)]
+        blocked = [f"{a}, which is {why}" for a in addresses
+                   if (why := refusal(ipaddress.ip_address(a), self.allow)) is not None]
         if blocked:
             raise BlockedURL(
-                f"{host!r} resolves to {', '.join(blocked)}, a private, loopback or link-local "
-                "address: not fetched (allow a network with web_allow_networks in config.toml)")
+                f"{host!r} resolves to {'; '.join(blocked)}: not a public address, not fetched "
+                "(allow a network with web_allow_networks in config.toml)")
         return addresses
 
 

@@ -86,7 +86,7 @@ def test_a_name_resolving_to_any_private_address_is_refused(answers: list[str], 
                  (a, port)) for a in answers]
 
     monkeypatch.setattr(anyio, "getaddrinfo", fake_getaddrinfo)
-    with pytest.raises(BlockedURL, match="private, loopback or link-local"):
+    with pytest.raises(BlockedURL, match="not a public address"):
         anyio.run(Policy().resolve, "innocent.example", 80)
     (result,) = extract(state(tmp_path), "http://innocent.example/page")
     assert "innocent.example' resolves to" in result["error"] and result["content"] == ""
@@ -97,7 +97,7 @@ def test_loopback_is_blocked_by_default_and_never_contacted(tmp_path: Path) -> N
         direct = web.url("/article")
         by_name = direct.replace("127.0.0.1", "localhost")
         results = extract(state(tmp_path), direct, by_name, f"http://[::1]:{web.port}/article")
-        assert all("private, loopback or link-local" in r["error"] for r in results), results
+        assert all("not a public address" in r["error"] for r in results), results
         assert all(r["content"] == "" for r in results)
         assert web.hits["/article"] == 0  # refused before connecting
 
