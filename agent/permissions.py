@@ -205,7 +205,9 @@ class Permissions:
             return None  # "allow always" was answered for exactly this, to this process
         if not running.confined:
             return UNCONFINED.format(id=running.id, command=_short(running.command))
-        if later := sorted(set(self.rejected_paths) - running.readonly):
+        # Only the project is writable in a sandbox: a path rejected outside it is held anyway.
+        if later := sorted(p for p in set(self.rejected_paths) - running.readonly
+                           if inside_roots(Path(p), self.roots)):
             return (f"{', '.join(later)}, whose edit was rejected after {running.id} started, "
                     "is writable in its sandbox")
         if linked := [p for p in sorted(self.rejected_paths) if _hard_linked(p)]:
