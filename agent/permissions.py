@@ -14,13 +14,28 @@ In every mode but `bypass`: anything outside the session's roots asks, reading a
 (`Sensitive.secret`: keys, `.env`, credentials), writing a guarded path asks (secrets and
 `.git/`), and a mode or tool kind this module does not know asks. Nothing unknown is allowed.
 
+A call is judged by what it does (`ToolSpec.call_kind`), not by the tool that asks:
+- input or a signal to a live process (`process` write/submit/close/kill) is a command
+  (`execute`): its data is the command shown and checked. It runs as that process runs
+  (`running`): to a sandboxed one it stays in that sandbox (no question in `auto`), to one the
+  user allowed unconfined it is an unconfined command (asks in `auto`; refused in `plan`, and in
+  `dont_ask` unless that input to that process was answered `allow_always`). A mode switch
+  holds for processes already running: `plan` refuses their input, `dont_ask` what it would
+  refuse to start. Reading their output (`list`, `poll`, `log`, `wait`) is a read.
+- memory and skill writes are `notes` (the agent's own files in $TALARIA_HOME): no question in
+  any mode but `plan`, which refuses them (read-only).
+- a subagent's calls are decided by its parent's object (`for_subagent`), in the mode the
+  parent is in at the moment of the call; an execute_code script's tool calls each go through
+  `decide` when they are made, in the mode in force then.
+
 Answers `allow_always` / `reject_always` are remembered for the session per (kind, path), and
-for commands per (kind, command text). A command the user has not seen (auto mode, or a
-remembered allow) runs in the sandbox `Decision.sandbox`: the project writable, the rest
-read-only, credential stores hidden, and every path whose edit the user rejected read-only,
-so a refused edit cannot be made through a command however it is spelt. A command that
-mentions such a path also asks again, so the user sees the attempt. Where the sandbox cannot
-hold (no tier here, a rejected file with a second hard link) such a command asks instead.
+for commands per (kind, command text), for process input per (input, process). A command the
+user has not seen (auto mode, or a remembered allow) runs in the sandbox `Decision.sandbox`: the
+project writable, the rest read-only, credential stores hidden, and every path whose edit the
+user rejected read-only, so a refused edit cannot be made through a command however it is
+spelt. A command that mentions such a path also asks again, so the user sees the attempt.
+Where the sandbox cannot hold (no tier here, a rejected file with a second hard link, a path
+rejected after a sandboxed process started) such a command asks instead.
 """
 
 from __future__ import annotations
@@ -28,7 +43,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +51,7 @@ import anyio
 
 from talaria.agent.modes import ALIASES, ALL_MODES, MODES, normalize_mode
 from talaria.tools.paths import Sensitive, inside_roots
+from talaria.tools.registry import KINDS, NOTES, Running
 
 __all__ = ["ALIASES", "ALL_MODES", "MODES", "Decision", "PermissionAsk", "Permissions", "normalize_mode"]
 
@@ -49,6 +65,10 @@ EDITS_UNASKED = frozenset({"accept_edits", "auto"})
 COMMANDS_UNASKED = frozenset({"auto"})
 OPTIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
 PLAN_REFUSAL = "Plan mode is read-only: edits and commands are not allowed. Describe the change instead."
+PLAN_NOTES = ("Plan mode is read-only: memory and skills are not written in it. Say what you "
+              "would save instead.")
+UNCONFINED = ("input to {id} (`{command}`), which the user allowed to run outside the sandbox, "
+              "runs unconfined")
 NO_SANDBOX = ("no sandbox on this machine (neither bubblewrap nor Landlock works), so a "
               "command that would run without a question asks")
 
@@ -103,50 +123,68 @@ class Permissions:
     """The tier for sandboxed commands; None: detected on first use."""
     remembered: dict[tuple[str, str], bool] = field(default_factory=dict)
     rejected_paths: set[str] = field(default_factory=set)
+    parent: Permissions | None = None
+    """A subagent's: every decision is its parent's, made at the moment of the call (the mode
+    the parent is in then, its remembered answers and rejected paths); only the question goes
+    through this object's `asker` (the subagent's card). This object's `mode` is not read."""
 
     def __post_init__(self) -> None:
         if self.sensitive is None:
             self.sensitive = Sensitive(self.home)
 
+    def for_subagent(self, asker: Asker) -> Permissions:
+        """The permissions of a subagent that asks through `asker`: they follow these."""
+        return replace(self, asker=asker, parent=self)
+
     async def check(
         self, *, tool_call_id: str, tool: str, kind: str, title: str,
         paths: tuple[Path, ...], command: str | None = None, preview: Preview | None = None,
+        running: Running | None = None,
     ) -> str | None:
         """None when the call may run, else the refusal message the model sees."""
         decision = await self.decide(tool_call_id=tool_call_id, tool=tool, kind=kind,
-                                     title=title, paths=paths, command=command, preview=preview)
+                                     title=title, paths=paths, command=command, preview=preview,
+                                     running=running)
         return decision.refusal
 
     async def decide(
         self, *, tool_call_id: str, tool: str, kind: str, title: str,
         paths: tuple[Path, ...], command: str | None = None, preview: Preview | None = None,
+        running: Running | None = None, asker: Asker | None = None,
     ) -> Decision:
         """Whether the call may run, asking the user when the mode says so, and how.
-        `preview` computes the diff shown with the question (only when one is asked)."""
+        `preview` computes the diff shown with the question (only when one is asked);
+        `running`: the live process the call sends input or a signal to (judged by how that
+        process runs); `asker`: who is asked (default `self.asker`)."""
+        asker = asker or self.asker
+        if self.parent is not None:
+            return await self.parent.decide(
+                tool_call_id=tool_call_id, tool=tool, kind=kind, title=title, paths=paths,
+                command=command, preview=preview, running=running, asker=asker)
         if self.mode == "bypass":
             return Decision()
-        keys = _keys(kind, paths, command or tool)
+        keys = _keys(kind, paths, command or tool, running)
         if any(self.remembered.get(k) is False for k in keys):
             return Decision(f"The user rejected {kind} of {', '.join(k[1] for k in keys)} for this session.")
         reason = self._reason_to_ask(kind, paths, command)
         if reason is not None and reason.startswith("refuse:"):
             return Decision(reason.removeprefix("refuse:"))
-        approved = reason is not None and "rejected" not in reason and all(
+        approved = "rejected" not in (reason or "") and all(
             self.remembered.get(k) is True for k in keys)
         if reason is None or approved:
             if kind != "execute":
                 return self._allowed(kind, paths)
-            spec = await self._confinement()
-            if not isinstance(spec, str):
-                return Decision(sandbox=spec)
-            reason = spec
+            held = self._held_by(running, approved) if running else await self._confinement()
+            if not isinstance(held, str):
+                return Decision(sandbox=held)
+            reason = held
         if self.mode == "dont_ask":
             return Decision(f"Refused without asking ({reason}): in dont_ask mode only what the "
                             "user approved before with 'allow always' runs.")
         diff = await preview() if preview is not None else None
-        answer = await self.asker(
-            PermissionAsk(tool_call_id, tool, kind, title, tuple(map(str, paths)), reason, diff)
-        )
+        answer = await asker(PermissionAsk(
+            tool_call_id, tool, kind if kind in KINDS else "other", title,
+            tuple(map(str, paths)), reason, diff))
         if answer in ("allow_always", "reject_always"):
             for k in keys:
                 self.remembered[k] = answer == "allow_always"
@@ -159,6 +197,23 @@ class Permissions:
         if answer == "cancelled":
             return Decision("The permission request was cancelled.")
         return Decision("The user rejected this tool call.")
+
+    def _held_by(self, running: Running, approved: bool) -> None | str:
+        """Input or a signal to a live process runs as that process does: None when its
+        sandbox holds it (or the user approved exactly this before), else why it must ask."""
+        if approved:
+            return None  # "allow always" was answered for exactly this, to this process
+        if not running.confined:
+            return UNCONFINED.format(id=running.id, command=_short(running.command))
+        # Only the project is writable in a sandbox: a path rejected outside it is held anyway.
+        if later := sorted(p for p in set(self.rejected_paths) - running.readonly
+                           if inside_roots(Path(p), self.roots)):
+            return (f"{', '.join(later)}, whose edit was rejected after {running.id} started, "
+                    "is writable in its sandbox")
+        if linked := [p for p in sorted(self.rejected_paths) if _hard_linked(p)]:
+            return f"{', '.join(linked)}, whose edit was rejected, has another hard link " \
+                "the sandbox cannot keep read-only"
+        return None
 
     def _allowed(self, kind: str, paths: tuple[Path, ...]) -> Decision:
         assert self.sensitive is not None
@@ -174,7 +229,9 @@ class Permissions:
         if self.mode not in ALL_MODES:
             return f"unknown permission mode {self.mode!r}"
         if self.mode == "plan" and kind not in READ_KINDS:
-            return "refuse:" + PLAN_REFUSAL
+            return "refuse:" + (PLAN_NOTES if kind == NOTES else PLAN_REFUSAL)
+        if kind == NOTES:  # the agent's own notes in $TALARIA_HOME: no project path to judge
+            return None
         readable = self.roots + self.read_roots if kind in READ_KINDS else self.roots
         outside = [p for p in paths if not inside_roots(p, readable)]
         if outside:
@@ -226,9 +283,18 @@ def _hard_linked(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
-def _keys(kind: str, paths: tuple[Path, ...], command: str) -> list[tuple[str, str]]:
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _keys(kind: str, paths: tuple[Path, ...], command: str,
+          running: Running | None = None) -> list[tuple[str, str]]:
     """What an answer is remembered for: the command itself for commands (not their
-    directory: approving `make` approves no other command), else each path."""
+    directory: approving `make` approves no other command), for input to a process the input
+    and that process, else each path."""
+    if running is not None:
+        return [(kind, f"{command} (to {running.id})")]
     if kind == "execute" or not paths:
         return [(kind, command)]
     return [(kind, str(p)) for p in paths]

@@ -33,13 +33,13 @@ from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import ToolError
 from talaria.tools.paths import is_url, resolve
-from talaria.tools.registry import ToolSpec
+from talaria.tools.registry import NOTES, ToolSpec
 
 log = logging.getLogger(__name__)
 
 DISPLAY_TEXT_LIMIT = 8_000
 CANCELLED = "Cancelled by the user before it finished."
-UNCHANGING_KINDS = READ_KINDS | {"fetch"}
+UNCHANGING_KINDS = READ_KINDS | {"fetch", NOTES}
 """Kinds that never change the project's files: no checkpoint is taken before them."""
 
 
@@ -57,8 +57,13 @@ class PlannedCall:
 
     @property
     def kind(self) -> str:
-        """The kind the permission policy judges and the card shows (`ToolSpec.call_kind`)."""
+        """The kind the permission policy judges (`ToolSpec.call_kind`: what the call does)."""
         return self.spec.call_kind(self.args) if self.spec else "other"
+
+    @property
+    def card_kind(self) -> str:
+        """The ACP kind its card shows (`ToolSpec.card_kind`)."""
+        return self.spec.card_kind(self.args) if self.spec else "other"
 
     @property
     def title(self) -> str:
@@ -93,7 +98,7 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     )
     if not paths and spec.default_path:
         paths = (session.cwd,)
-    where = acting_where(session.workspace, spec.kind)
+    where = acting_where(session.workspace, spec.call_kind(args))
     return PlannedCall(call.id, call.name, args, spec, paths, where=where)
 
 
@@ -152,9 +157,11 @@ async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool 
         state=session.tool_state, report=_reporter(p.id, emit),
         call_tool=lambda name, args: call_nested(session, name, args), nested=nested,
     )
+    # Looked up now, not when the turn was planned: the process may have ended since.
+    running = p.spec.target(p.args, session.tool_state) if p.spec.target else None
     decision = await session.permissions.decide(
-        tool_call_id=p.id, tool=p.name, kind=p.kind, title=p.title,
-        paths=p.paths, command=p.spec.command(p.args), preview=_previewer(p, ctx),
+        tool_call_id=p.id, tool=p.name, kind=p.kind, title=p.title, paths=p.paths,
+        command=p.spec.command(p.args), preview=_previewer(p, ctx), running=running,
     )
     if decision.refusal:
         return {"error": decision.refusal, "rejected": True}
@@ -220,7 +227,7 @@ async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict
 
 
 def started_event(p: PlannedCall) -> ToolCallStarted:
-    return ToolCallStarted(p.id, p.name, p.title, p.kind, tuple(map(str, p.paths)), p.args)
+    return ToolCallStarted(p.id, p.name, p.title, p.card_kind, tuple(map(str, p.paths)), p.args)
 
 
 async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:

@@ -7,7 +7,7 @@ from typing import Any
 
 from talaria.tools.context import ToolContext
 from talaria.tools.memory_store import ACTIONS, FILES, MemoryRefused
-from talaria.tools.registry import tool
+from talaria.tools.registry import NOTES, tool
 
 
 @tool(
@@ -25,6 +25,7 @@ from talaria.tools.registry import tool
         "old_text": {"type": "string"},
     }, "required": ["action", "target"]},
     kind="think",
+    kind_of=lambda a: NOTES,  # every action writes the agent's own files ($TALARIA_HOME)
     title=lambda a: f"{str(a['action']).capitalize()} {'user profile' if a['target'] == 'user' else 'memory'}",
     toolset="memory",
 )

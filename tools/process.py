@@ -11,9 +11,12 @@ import anyio
 from talaria.tools.context import ToolContext
 from talaria.tools.errors import WorkspaceError
 from talaria.tools.processes.table import Entry, ProcessTable, status
-from talaria.tools.registry import tool
+from talaria.tools.registry import Running, tool
 
 ACTIONS = ("list", "poll", "log", "wait", "kill", "write", "submit", "close")
+READS = frozenset({"list", "poll", "log", "wait"})
+"""Actions that only read a process's state and output; the others act on it: input (write,
+submit, close: what a shell or REPL reading it runs) and signals (kill) are commands."""
 POLL_BYTES = 8_000
 """New output `poll` shows at most (the newest); `log` pages the rest."""
 LOG_LINES = 200
@@ -43,8 +46,11 @@ PREVIEW_CHARS = 200
         },
         "required": ["action"],
     },
-    kind="think",  # acts only on processes this session started (and the user allowed)
-    title=lambda a: f"{a.get('action', 'process')} {a.get('session_id') or 'processes'}",
+    kind="execute",
+    kind_of=lambda a: "read" if a.get("action") in READS else "execute",
+    command_of=lambda a: input_of(a),
+    target=lambda a, state: target(a, state),
+    title=lambda a: title(a),
 )
 async def process(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     action = args.get("action")
@@ -69,6 +75,36 @@ async def process(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return await ACTION_HANDLERS[action](entry, args)
     except WorkspaceError as exc:
         return {"session_id": entry.id, "status": status(entry), "error": str(exc)}
+
+
+def input_of(args: dict[str, Any]) -> str | None:
+    """What a call sends to its process, as the user is shown it and the policy checks it:
+    the data for write and submit; `kill` or `close` for the others that act on it."""
+    action = args.get("action")
+    if action in ("write", "submit"):
+        data = args.get("data", "")
+        return data if isinstance(data, str) else None
+    return None if action in READS else str(action)
+
+
+def target(args: dict[str, Any], state: Any) -> Running | None:
+    """The live process a call acts on (None for reads, and for none that runs)."""
+    table, name = getattr(state, "processes", None), args.get("session_id")
+    if args.get("action") in READS or table is None or not isinstance(name, str):
+        return None
+    entry = table.entries.get(name)
+    if entry is None or not entry.proc.running:
+        return None
+    return Running(entry.id, entry.command, entry.confined, entry.readonly)
+
+
+def title(args: dict[str, Any]) -> str:
+    action, name = args.get("action", "process"), args.get("session_id") or "processes"
+    data = args.get("data")
+    if action in ("write", "submit") and isinstance(data, str):
+        flat = " ".join(data.split())
+        return f"{str(action).capitalize()} `{flat[:80]}` to {name}"
+    return f"{str(action).capitalize()} {name}"
 
 
 def _table(table: ProcessTable | None) -> ProcessTable:

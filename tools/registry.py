@@ -14,9 +14,28 @@ from typing import Any, Protocol
 
 # ACP tool kinds.
 KINDS = ("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other")
+NOTES = "notes"
+"""A permission kind that is no ACP kind: writing the agent's own notes outside the project
+(memory, skills in $TALARIA_HOME). Its card shows the tool's `kind`."""
+EFFECTS = (*KINDS, NOTES)
+"""What `ToolSpec.call_kind` may return: the kinds the permission policy judges."""
 WEB_SCHEMES = ("http://", "https://")
 
 Handler = Callable[[dict[str, Any], Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A live process a call acts on (input to it, a signal): the permission policy judges
+    the call by how that process runs, not by the tool that reaches it."""
+
+    id: str
+    command: str
+    """What the user allowed to start."""
+    confined: bool
+    """It runs in the sandbox (unseen by the user); False: unconfined, as the user saw it."""
+    readonly: frozenset[str] = frozenset()
+    """The paths its sandbox keeps read-only (the rejected edits when it started)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +48,14 @@ class ToolSpec:
     handler: Handler
     kind: str = "other"
     """ACP tool kind, also used for permission decisions (edit / execute ask)."""
+    kind_of: Callable[[dict[str, Any]], str] | None = None
+    """The kind of one call when its arguments decide what it does (one of `EFFECTS`):
+    `process(action="submit")` runs a command, `process(action="poll")` reads."""
+    command_of: Callable[[dict[str, Any]], str | None] | None = None
+    """What a call runs when no single argument holds it (the input sent to a process)."""
+    target: Callable[[dict[str, Any], Any], Running | None] | None = None
+    """The live process a call acts on, looked up in the session's `ToolState` just before
+    the permission check; None: the call acts on no running process."""
     parallel_safe: bool = False
     """True when calls never conflict (read-only); path-scoped tools use `path_args`."""
     path_args: tuple[str, ...] = ()
@@ -59,16 +86,28 @@ class ToolSpec:
         return {"name": self.name, "description": self.text(), "parameters": self.parameters}
 
     def call_kind(self, args: dict[str, Any]) -> str:
-        """The kind of one call: `fetch` when a `url_args` argument holds an http(s) URL."""
+        """The kind of one call, which the permission policy judges: `kind_of`'s; `fetch`
+        when a `url_args` argument holds an http(s) URL; else `kind`."""
+        if self.kind_of is not None:
+            kind = self.kind_of(args)
+            return kind if kind in EFFECTS else "other"  # unknown: the policy asks
         for name in self.url_args:
             value = args.get(name)
             if isinstance(value, str) and value.strip().lower().startswith(WEB_SCHEMES):
                 return "fetch"
         return self.kind
 
+    def card_kind(self, args: dict[str, Any]) -> str:
+        """The ACP kind of one call's card: `call_kind`, or `kind` where that is no ACP kind."""
+        kind = self.call_kind(args)
+        return kind if kind in KINDS else self.kind
+
     def command(self, args: dict[str, Any]) -> str | None:
-        """What a call will run (`command_arg`), if it is a string."""
-        value = args.get(self.command_arg) if self.command_arg else None
+        """What a call will run (`command_of`, else `command_arg`), if it is a string."""
+        if self.command_of is not None:
+            value = self.command_of(args)
+        else:
+            value = args.get(self.command_arg) if self.command_arg else None
         return value if isinstance(value, str) else None
 
     def call_title(self, args: dict[str, Any]) -> str:

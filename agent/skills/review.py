@@ -86,6 +86,8 @@ def after_turn(session: Session, config: Config) -> Review | None:
     want_memory = skills.turns_since_memory >= config.memory_review_interval
     if not skills.review or skills.reviewing or not (want_skill or want_memory):
         return None
+    if session.permissions.mode == "plan":  # read-only: no notes now; the counters wait
+        return None
     if config.review_model is None and session.provider.name.startswith("replay:"):
         return None  # a recording plays one conversation: a review would take its next turns
     # The counters restart now: the same work is not reviewed twice.
@@ -116,6 +118,8 @@ async def run_review(session: Session, config: Config, snapshot: list[Message], 
         with scope, anyio.move_on_after(REVIEW_TIMEOUT_S):
             while session.cancel_scope is not None:  # a turn is running: it goes first
                 await anyio.sleep(IDLE_POLL_S)
+            if session.permissions.mode == "plan":  # switched while it waited: read-only
+                return []
             fork, start = _fork(session, config, snapshot)
             asks = "\n".join(a for a, on in ((SKILL_ASK, skill), (MEMORY_ASK, memory)) if on)
             await run_turn(fork, REVIEW_PROMPT.format(asks=asks))

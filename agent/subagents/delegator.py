@@ -6,8 +6,8 @@ so this module does not import the runtime that wires it), with:
 - its own execute_code kernel, in a pool of its own (so the front door's kernel cap does not
   count it, and it cannot push a user's session's kernel out), stopped when the subagent ends;
 - the parent's tools minus `EXCLUDED_TOOLS`, minus `delegate_task` at `MAX_DEPTH`, narrowed to
-  the task's toolsets; the parent's permissions (mode, remembered answers, rejected paths),
-  asking the user on the subagent's card;
+  the task's toolsets; the parent's permissions (the mode the parent is in at each call,
+  remembered answers, rejected paths), asking the user on the subagent's card;
 - `subagent_max_turns` model calls, `subagent_concurrency` subagents running at once.
 
 Cancelling the parent's turn cancels every subagent (they run inside its tool call); each card
@@ -22,7 +22,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -114,9 +114,10 @@ class Delegator:
         )
         child.tools = tools
         child.depth = parent.depth + 1
-        # The parent's answers hold for its subagents (and theirs for it): same mode, same
-        # remembered allow/reject, same rejected paths; only the asking goes through the card.
-        child.permissions = replace(parent.permissions, asker=door.ask)
+        # The parent decides its subagents' calls (and their answers hold for it): its mode at
+        # the moment of each call (a switch to plan holds for a subagent already running), its
+        # remembered allow/reject, its rejected paths; only the asking goes through the card.
+        child.permissions = parent.permissions.for_subagent(door.ask)
         child.max_turns = self.config.subagent_max_turns
         child.max_tokens, child.reasoning_effort = parent.max_tokens, parent.reasoning_effort
         child.context_window = parent.context_window

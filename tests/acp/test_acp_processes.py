@@ -147,3 +147,51 @@ def test_the_shell_remembers_in_the_editors_terminal_too(tmp_path: Path, fake_ll
             creates = [m["params"] for _, m in ed.transcript() if m.get("method") == "terminal/create"]
             assert [c["args"][-1] for c in creates] == ["cd sub && export COLOR=blue",
                                                         'pwd; echo "$COLOR"']
+
+
+SHELL = "sh -c 'while read l; do eval \"$l\"; done'"
+
+
+def test_plan_mode_refuses_input_to_a_background_shell_the_user_allowed(tmp_path: Path,
+                                                                       fake_llm: Any) -> None:
+    """Issue 23, item 1: the user allows a background shell in default mode, the session
+    switches to plan, and the model sends it a command: refused like the same turn's
+    `terminal`, no question, the file unchanged. Back in default mode the same input asks."""
+    fake_llm.script([call("terminal", command=SHELL, background=True), {"text": "Started."}])
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize(terminal=False)  # an agent process: editor terminals take no input
+        sid = ed.new_session()
+        hello = ed.project / "hello.txt"
+        hello.write_text("hello\n")
+        assert ed.prompt(sid, "start a shell")["stopReason"] == "end_turn"
+        proc_id = results(fake_llm)[-1]["session_id"]
+        assert len(ed.permission_requests) == 1  # the user saw it and allowed it
+        ed.request("session/set_mode", {"sessionId": sid, "modeId": "plan"})
+        fake_llm.script([
+            {"tool_calls": [
+                {"name": "process", "arguments": {"action": "submit", "session_id": proc_id,
+                                                  "data": "echo pwned > hello.txt"}},
+                {"name": "process", "arguments": {"action": "write", "session_id": proc_id,
+                                                  "data": "echo pwned > hello.txt\n"}},
+                {"name": "terminal", "arguments": {"command": "echo pwned > hello.txt"}}]},
+            {"text": "Refused."},
+        ])
+        assert ed.prompt(sid, "write it")["stopReason"] == "end_turn"
+        submitted, written, command = results(fake_llm)[-3:]
+        for refused in (submitted, written, command):
+            assert refused["rejected"] and "Plan mode is read-only" in refused["error"], refused
+        assert len(ed.permission_requests) == 1  # plan refuses without asking
+        fake_llm.script([call("process", action="poll", session_id=proc_id), {"text": "Alive."}])
+        ed.prompt(sid, "is it alive?")
+        assert results(fake_llm)[-1]["status"] == "running"  # it keeps running in plan mode
+        assert hello.read_text() == "hello\n"
+
+        ed.request("session/set_mode", {"sessionId": sid, "modeId": "default"})
+        fake_llm.script([call("process", action="submit", session_id=proc_id,
+                              data="echo ok > ok.txt"), {"text": "Sent."}])
+        ed.prompt(sid, "now do it")
+        asked = ed.permission_requests[-1]["toolCall"]
+        assert len(ed.permission_requests) == 2 and asked["kind"] == "execute"
+        assert "echo ok > ok.txt" in asked["title"]
+        assert ed.wait_for(lambda: (ed.project / "ok.txt").exists(), what="the shell's write")
+        assert hello.read_text() == "hello\n"

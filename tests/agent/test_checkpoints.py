@@ -290,3 +290,21 @@ def test_snapshots_pack_their_files_and_packs_are_merged_past_the_bound(session:
     for _ in range(4):
         command(session, "undo")
     assert (session.cwd / "a.txt").read_text() == "original a\n"
+
+
+def test_restore_and_undo_are_the_users_never_the_models(session: Session, fake_llm) -> None:
+    """/undo and /restore are slash commands the user types: no tool reaches them (the tools
+    layer never imports the agent's, see tests/test_architecture.py), and neither a tool call
+    by their names nor the model's text saying them restores anything, whatever the mode."""
+    turn(session, fake_llm, call("write_file", path="a.txt", content="changed\n"))
+    for mode in ("bypass", "plan"):
+        session.permissions.mode = mode
+        fake_llm.script([{"tool_calls": [call("undo"), call("restore", n=1), call("checkpoints")]},
+                         {"text": "/undo"}, {"text": "/restore 1"}])
+        anyio.run(run_turn, session, "undo it")
+        anyio.run(run_turn, session, "/restore 1 please")  # a prompt's text is no command here
+    assert (session.cwd / "a.txt").read_text() == "changed\n"
+    assert [c.kind for c in session.checkpoints.journal.load()] == ["turn"]  # type: ignore[union-attr]
+    unknown = [m for m in session.messages if m["role"] == "tool"][-3:]
+    assert all("Unknown tool" in m["content"] for m in unknown)
+    assert not {"undo", "restore", "checkpoints"} & {t.name for t in session.current_tools()}

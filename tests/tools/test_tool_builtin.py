@@ -23,7 +23,7 @@ def test_core_tools_registered_with_specs() -> None:
         "patch": ("edit", False, ("path",)),
         "search_files": ("search", True, ("path",)),
         "terminal": ("execute", False, ("workdir",)),
-        "process": ("think", False, ()),  # only the session's own processes, already allowed
+        "process": ("execute", False, ()),  # per call: reads read, input is a command
         "todo": ("think", False, ()),
         "execute_code": ("execute", False, ()),
         "session_search": ("search", True, ()),
@@ -32,6 +32,13 @@ def test_core_tools_registered_with_specs() -> None:
     }
     assert specs["read_file"].call_title({"path": "a.py"}) == "Read a.py"
     assert specs["terminal"].call_title({"command": "ls"}) == "Run `ls`"
+    process = specs["process"]
+    assert [process.call_kind({"action": a}) for a in ("list", "poll", "log", "wait")] == ["read"] * 4
+    assert [process.call_kind({"action": a}) for a in ("write", "submit", "close", "kill")] == \
+        ["execute"] * 4
+    assert process.command({"action": "submit", "data": "rm -rf x"}) == "rm -rf x"
+    assert process.call_title({"action": "submit", "session_id": "proc_1", "data": "ls -l"}) == \
+        "Submit `ls -l` to proc_1"
 
 
 def test_definitions_are_small() -> None:

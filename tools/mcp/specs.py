@@ -1,7 +1,9 @@
 """The `ToolSpec`s of a session's MCP servers, built when a server is ready.
 
-Each server tool is `mcp__SERVER__TOOL` (schema sanitized, see schema.py), an `other`-kind
-card, asked about like any tool in the session's mode (`allow always` remembers the tool).
+Each server tool is `mcp__SERVER__TOOL` (schema sanitized, see schema.py), of the kind its
+annotations give (`mcp_kind`): `read` only when the server says `readOnlyHint` (and not
+`destructiveHint`), `fetch` when it also says `openWorldHint`, else `other`, asked about like
+any tool in the session's mode (`allow always` remembers the tool).
 Servers with resources add two tools, `mcp_list_resources` and `mcp_read_resource`.
 """
 
@@ -40,10 +42,20 @@ def server_specs(conn: Connection, call: Call) -> list[ToolSpec]:
         specs.append(ToolSpec(
             name=name, description=description(server, tool.description, schema.problems),
             parameters=schema.parameters, handler=_handler(call, server, tool.name, schema.renames),
-            kind="other", parallel_safe=bool(hints and hints.read_only_hint),
+            kind=(kind := mcp_kind(hints)), parallel_safe=kind == "read",
             title=_label(label), toolset=f"mcp:{server}",
         ))
     return specs
+
+
+def mcp_kind(hints: Any) -> str:
+    """A server tool's kind from its annotations (`mcp.types.ToolAnnotations` or None). Only a
+    tool that says it is read-only is a read; one that also says it is destructive is not
+    (the claims contradict: the safer holds), and one that reaches an open world is a fetch.
+    Hints the server leaves out are not assumed."""
+    if hints is None or hints.read_only_hint is not True or hints.destructive_hint is True:
+        return "other"
+    return "fetch" if hints.open_world_hint is True else "read"
 
 
 def _label(label: str) -> Callable[[dict[str, Any]], str]:

@@ -53,6 +53,10 @@ class Entry:
     started: float = field(default_factory=time.time)
     polled: int = 0
     """Output bytes already shown by `poll`."""
+    confined: bool = False
+    """It runs in a sandbox (started unseen by the user); input to it stays there."""
+    readonly: frozenset[str] = frozenset()
+    """The paths its sandbox keeps read-only."""
 
 
 class ProcessTable:
@@ -87,7 +91,8 @@ class ProcessTable:
             log.close()
             log.path.unlink(missing_ok=True)
             raise
-        entry = Entry(name, command, cwd, notify, proc)
+        entry = Entry(name, command, cwd, notify, proc, confined=sandbox is not None,
+                      readonly=frozenset(str(p) for p in sandbox.readonly) if sandbox else frozenset())
         self.entries[name] = entry
         self._forget_old()
         tg = await self._group()

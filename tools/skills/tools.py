@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from talaria.tools.context import ToolContext
-from talaria.tools.registry import tool
+from talaria.tools.registry import NOTES, tool
 from talaria.tools.skills.format import SUPPORT_DIRS
 from talaria.tools.skills.manage import ACTIONS, manage
 from talaria.tools.skills.state import SkillsState
@@ -127,6 +127,7 @@ def files(folder: Any) -> list[str]:
         "absorbed_into": {"type": "string"},
     }, "required": ["action", "name"]},
     kind="think",
+    kind_of=lambda a: NOTES,  # every action writes the agent's own files ($TALARIA_HOME)
     title=lambda a: f"{str(a['action']).replace('_', ' ').capitalize()} skill {a['name']}",
     toolset="skills",
 )

@@ -206,3 +206,27 @@ def test_a_recorded_model_is_not_asked_to_review(fake_llm: FakeLLM, tmp_path: Pa
     assert turn(session, config_of(session, skill_review_interval=1)) is None
     assert turn(session, config_of(session, skill_review_interval=1,
                                    review_model="openai:fake-model")) is not None
+
+
+def test_no_review_writes_notes_in_plan_mode(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    """Plan mode is read-only for the agent's own notes too: the model's memory / skill writes
+    are refused, no review runs after a turn in plan mode (its counters wait), and one that
+    was waiting when the session switched to plan saves nothing."""
+    session = make_session(fake_llm, tmp_path, mode="plan")
+    config = config_of(session, skill_review_interval=2)
+    memory = {"name": "memory", "arguments": {"action": "add", "target": "memory", "content": "x"}}
+    fake_llm.script([{"tool_calls": [TODO, memory]}, {"text": "Planned."}])
+    assert turn(session, config) is None
+    refused = json.loads(next(m for m in session.messages if m.get("name") == "memory")["content"])
+    assert refused["rejected"] and "memory and skills are not written" in refused["error"]
+    assert session.tool_state.skills.tool_calls_since_write == 2  # counted, for later
+    session.permissions.mode = "default"
+    fake_llm.script(work(1))
+    review = turn(session, config)
+    assert review is not None
+    session.permissions.mode = "plan"  # switched before the review could start
+    requests = len(fake_llm.requests)
+    anyio.run(review)
+    assert len(fake_llm.requests) == requests  # no model call: nothing reviewed, nothing saved
+    assert not list((tmp_path / ".home/skills").glob("*/SKILL.md"))
+    assert not recorded(session).of("Notice") and not session.tool_state.skills.reviewing

@@ -45,16 +45,19 @@ def test_editor_servers_are_tools_with_cards_and_permission(tmp_path: Path, fake
         assert tools[f"mcp__{tag}__weird"]["parameters"]["properties"]["file_path"] == {
             "type": "string", "description": "a key with a space"}
         fake_llm.script([
-            {"tool_calls": [{"id": "m1", "name": f"mcp__{tag}__add", "arguments": {"a": 40, "b": 2}}]},
+            {"tool_calls": [{"id": "m1", "name": f"mcp__{tag}__add", "arguments": {"a": 40, "b": 2}},
+                            {"id": "m2", "name": f"mcp__{tag}__echo", "arguments": {"text": "hi"}}]},
             {"text": "It is 42."},
         ])
         prompt_id = ed.send_prompt(sid, "add them")
         assert ed.result(prompt_id, PATIENCE)["stopReason"] == "end_turn"
-        card = check_turn(ed, sid, prompt_id)["m1"]
-        assert (card[0]["kind"], card[0]["title"]) == ("other", f"{tag}: add")
+        cards = check_turn(ed, sid, prompt_id)
+        card = cards["m1"]  # add says readOnlyHint: a read, no question
+        assert (card[0]["kind"], card[0]["title"]) == ("read", f"{tag}: add")
         assert card[0]["rawInput"] == {"a": 40, "b": 2}
         assert final(card)["content"] == [{"type": "content", "content": {"type": "text", "text": "42"}}]
-        assert [p["toolCall"]["toolCallId"] for p in ed.permission_requests] == ["m1"]
+        assert cards["m2"][0]["kind"] == "other"  # echo says nothing: it asks
+        assert [p["toolCall"]["toolCallId"] for p in ed.permission_requests] == ["m2"]
         tool_message = next(m for m in fake_llm.requests[-1]["json"]["messages"] if m["role"] == "tool")
         assert json.loads(tool_message["content"]) == {"content": "42"}
         until_offered(ed, sid, fake_llm, "mcp__late__add")  # the slow one arrived later

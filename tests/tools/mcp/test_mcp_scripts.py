@@ -57,6 +57,6 @@ def test_allow_listed_tools_arrive_in_a_running_kernel(fake_llm, tmp_path: Path)
                                   "print(state, mcp__demo__add(a=20, b=22)['content'])")
         assert result["output"] == "kept 42\n"  # same kernel, new tools
         nested = recorded(session).of("ToolCallStarted")[-1]
-        assert (nested.name, nested.kind) == ("mcp__demo__add", "other")
+        assert (nested.name, nested.kind) == ("mcp__demo__add", "read")  # readOnlyHint
     finally:
         session.close()

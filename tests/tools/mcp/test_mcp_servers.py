@@ -48,7 +48,9 @@ def test_tools_are_listed_and_called(tmp_path: Path) -> None:
         assert names[:3] == ["mcp__demo__add", "mcp__demo__echo", "mcp__demo__sleep"]
         assert names[-2:] == ["mcp_list_resources", "mcp_read_resource"]
         add = spec(m, "mcp__demo__add")
-        assert (add.kind, add.parallel_safe, add.call_title({})) == ("other", True, "demo: add")
+        assert (add.kind, add.parallel_safe, add.call_title({})) == ("read", True, "demo: add")
+        assert (spec(m, "mcp__demo__echo").kind, spec(m, "mcp__demo__echo").parallel_safe) == (
+            "other", False)  # no readOnlyHint: not a read
         assert add.description == "[MCP server demo] Add two integers."
         assert await add.handler({"a": 2, "b": 40}, None) == {"content": "42"}
         assert await spec(m, "mcp__demo__fail").handler({}, None) == {"error": "disk on fire"}
