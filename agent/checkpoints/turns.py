@@ -62,15 +62,20 @@ class TurnCheckpoints:
         async with self._lock:
             if self.attempted:
                 return None
-            self.attempted = True
-            if self.unavailable:
-                return None
+            # `attempted` is set only once the snapshot is taken: a second caller (a sibling
+            # subagent) waits on the lock instead of changing files the snapshot is reading
+            # (its temporary file was seen in the "before" tree).
             try:
-                self.current = await anyio.to_thread.run_sync(self._take)
-            except CheckpointError as exc:
-                if "files" in str(exc):
-                    self.unavailable = str(exc)
-                return f"No checkpoint was taken before this turn's changes: {exc}"
+                if self.unavailable:
+                    return None
+                try:
+                    self.current = await anyio.to_thread.run_sync(self._take)
+                except CheckpointError as exc:
+                    if "files" in str(exc):
+                        self.unavailable = str(exc)
+                    return f"No checkpoint was taken before this turn's changes: {exc}"
+            finally:
+                self.attempted = True
         skipped = [s for s in self.current.skipped if s not in self._told]
         self._told.update(skipped)
         if skipped:
