@@ -142,7 +142,9 @@ def test_cancel_during_a_command_kills_it_and_keeps_pairs(fake_llm, tmp_path: Pa
 
     reason, took = anyio.run(main)
     assert reason == "cancelled"
-    assert took < 1.0
+    # Not a speed check (those are benchmarks): the command sleeps 30 s, so a turn that
+    # ended well before then did not wait for it (1 s failed on a loaded machine).
+    assert took < 15
     pgid = int(pid_file.read_text())
     time.sleep(0.2)
     assert not group_alive(pgid)
