@@ -7,8 +7,12 @@ Two shapes, as in Hermes:
 - scroll (`session_id`, `around_message_id`, `window`): the messages around one message, to
   read on from a discovery result (message ids are positions in their session).
 With neither, the most recent sessions. Sessions of the current project only unless
-`scope="all"`; the current session is left out of discovery (it is in the context already).
-Every text is redacted as trajectory exports are, and cut to `MAX_MESSAGE_CHARS`.
+`scope="all"`, which is a read outside the project: `reach` names what it reads, the call's
+planned paths, and the permission policy asks or refuses as for any such read. The current
+session is left out of discovery (it is in the context already).
+Every text is redacted as trajectory exports are, and cut to `MAX_MESSAGE_CHARS`; a tool
+result marked `withheld` when stored (it came from a secret path, `talaria.agent.withheld`)
+shows only a note naming the path.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Hit, QueryError, SessionRecord, Store, searchable_text
-from talaria.tools.redact import redact_text
+from talaria.tools.redact import WITHHELD, redact_text, withheld_note
 
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 10
@@ -73,6 +77,20 @@ def session_search(store: Store, args: dict[str, Any], *, cwd: Path, session_id:
         answer["hint"] = ("no match in this project's sessions; try other words, OR between "
                           "alternatives, or scope=\"all\"") if project else "no match in any session"
     return answer
+
+
+def reach(store: Store, args: dict[str, Any], *, cwd: Path) -> tuple[str, ...]:
+    """What a call reads beyond this project's sessions: the store file when it reaches other
+    projects' (scope="all", unless it scrolls a session of this project), else nothing. These
+    are the call's planned paths: the permission policy judges them like any read. Never
+    raises (bad arguments are the call's own error)."""
+    if args.get("scope") != "all":
+        return ()
+    if isinstance(sid := args.get("session_id"), str) and sid:
+        record = store.get_session(sid)
+        if record is not None and record.cwd == str(cwd):
+            return ()
+    return (str(store.path),)
 
 
 def _discover(store: Store, hits: list[Hit], limit: int, sort: str) -> list[dict[str, Any]]:
@@ -136,7 +154,10 @@ def _visible(message: dict[str, Any]) -> bool:
 
 
 def _shown(seq: int, message: dict[str, Any]) -> dict[str, Any]:
-    text = searchable_text(message) if message.get("tool_calls") else _text(message)
+    if path := message.get(WITHHELD):  # marked when stored: what a secret path held
+        text = withheld_note(str(path))
+    else:
+        text = searchable_text(message) if message.get("tool_calls") else _text(message)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + f" ... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
     shown = {"id": seq, "role": message.get("role"), "content": redact_text(text)}

@@ -19,6 +19,7 @@ from talaria.agent.permissions import Permissions
 from talaria.agent.providers.base import Message, Provider
 from talaria.agent.queue import PromptQueue
 from talaria.agent.store import Store
+from talaria.agent.withheld import Withholding
 from talaria.tools.registry import ToolSpec
 from talaria.tools.state import ToolState
 from talaria.tools.workspace import Workspace
@@ -74,6 +75,8 @@ class Session:
     checkpoints: TurnCheckpoints | NestedCheckpoints | None = None
     """Snapshots of the project before each turn's first change (`/undo`); None: off."""
     depth: int = 0
+    withheld: Withholding = field(default_factory=Withholding)
+    """Tool calls that reached a secret path, until their results are stored marked."""
     """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 

@@ -1,0 +1,171 @@
+"""Which tool results hold what a secret path held: decided when the result is stored.
+
+A result is marked (`WITHHELD` in the message, naming the path; the store copies it into the
+`messages.withheld` column and keeps the message out of the search index) when its call
+- acts on a secret path (`Sensitive.secret`: keys, `.env`, credentials) among its planned
+  paths: read_file of `~/.ssh/id_rsa`, search_files in `~/.aws`;
+- or holds text that mentions one (any string argument): a terminal command
+  `cat ~/.ssh/id_rsa`, an execute_code script `open(".env").read()`;
+- or, for a call that makes calls of its own (execute_code's scripts, delegate_task's
+  subagents), when one of those was such a call.
+`session_search` and trajectory exports show `talaria.tools.redact.withheld_note(path)`
+instead of the content; the live context and the session's own transcript (`session/load`,
+the raw transcript file) keep it: the user saw it there. The mark is by path, never by shape:
+`SSH-CANARY-...` in a key file is nothing a redaction pattern could know.
+
+Not caught (what the shape rules in `talaria.tools.redact` still see): a path spelt so no
+word of the text names it (`cat ~/.s?h/id_*`, a name built at run time), and output read
+later through another call (`process` log of a background `cat .env`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from talaria.tools.paths import Sensitive, resolve
+from talaria.tools.redact import WITHHELD
+
+if TYPE_CHECKING:
+    from talaria.agent.providers.base import Message
+    from talaria.agent.session import Session
+    from talaria.agent.tool_runner import PlannedCall
+
+MAX_MENTIONS = 4_000
+"""Distinct words of one call's text checked against the path policy; a call with more is
+marked unchecked (hiding one result from recall costs less than judging a megabyte of words)."""
+MAX_WORD_CHARS = 4_096
+"""Longer words are no path (PATH_MAX)."""
+TOO_LONG = "(a call too long to check for secret paths)"
+_WORD = re.compile(r"[^\s'\"`;|&<>(){}\[\],=:]+")
+_HOME_VARIABLE = re.compile(r"^\$(?:HOME\b|\{HOME\})")
+
+
+@dataclass(slots=True)
+class Withholding:
+    """A session's marks until its results are stored: call id -> the secret path it reached,
+    and for calls made inside another (a script's, a subagent's) the outer call's id."""
+
+    marks: dict[str, str] = field(default_factory=dict)
+    outer: dict[str, str] = field(default_factory=dict)
+
+    def record(self, call_id: str, reason: str | None, parent: str | None = None) -> None:
+        """Note `call_id`'s reason (None: it reached no secret) under the call it runs in."""
+        root = self.outer.get(parent, parent) if parent else None
+        if root is not None:
+            self.outer[call_id] = root
+        if reason is not None:
+            self.marks.setdefault(call_id, reason)
+            if root is not None:
+                self.marks.setdefault(root, reason)
+
+
+def secret_reached(sensitive: Sensitive, cwd: Path, paths: tuple[Path, ...],
+                   args: dict[str, Any]) -> str | None:
+    """The first secret path a call acts on or whose name its text holds; None when none."""
+    for path in paths:
+        if sensitive.secret(path):
+            return str(path)
+    words: dict[str, None] = {}
+    for text in _strings(args):
+        words.update(dict.fromkeys(_WORD.findall(text)))
+        if len(words) > MAX_MENTIONS:
+            return TOO_LONG
+    home = str(sensitive.home)
+    for word in words:
+        if len(word) > MAX_WORD_CHARS:
+            continue
+        path = resolve(_HOME_VARIABLE.sub(lambda _: home, word), cwd)
+        if sensitive.secret(path):
+            return str(path)
+    return None
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif depth < 8 and isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif depth < 8 and isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+def _reason(session: Session, p: PlannedCall) -> str | None:
+    sensitive = session.permissions.sensitive
+    if sensitive is None or p.spec is None:
+        return None
+    return secret_reached(sensitive, session.cwd, p.paths, p.args)
+
+
+def nested(session: Session, parent: str, p: PlannedCall) -> None:
+    """A call made inside call `parent` (a script's): its secret marks the outer call too."""
+    session.withheld.record(p.id, _reason(session, p), parent)
+
+
+def absorb(session: Session, call_id: str, children: list[Session]) -> None:
+    """Subagents ran inside `call_id`: what any of them reached marks it (their summaries
+    may quote it)."""
+    for child in children:
+        if child.withheld.marks:
+            session.withheld.record(call_id, next(iter(child.withheld.marks.values())))
+        child.withheld.marks.clear()
+
+
+def mark(session: Session, p: PlannedCall, message: Message) -> Message:
+    """`message` (the result of `p`) marked `WITHHELD` when `p` reached a secret path, or a
+    call it made did; a call refused before it ran holds nothing and stays as it is."""
+    withholding = session.withheld
+    reason = withholding.marks.pop(p.id, None) or _reason(session, p)
+    for inner in [k for k, root in withholding.outer.items() if root == p.id]:
+        withholding.outer.pop(inner)
+        withholding.marks.pop(inner, None)
+    if reason is None or _refused(message):
+        return message
+    return {**message, WITHHELD: reason}
+
+
+def _refused(message: Message) -> bool:
+    content = message.get("content")
+    if message.get("status") != "failed" or not isinstance(content, str):
+        return False
+    try:
+        result = json.loads(content)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(result, dict) and result.get("rejected") is True
+
+
+
+def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
+                 sensitive: Sensitive | None = None) -> list[tuple[int, str]]:
+    """(rowid, path) of the stored tool results that reached a secret path, from rows of
+    (rowid, the session's cwd, message) in transcript order: a database written before
+    results were marked (`store_migrate`). Judged by `sensitive` (default: this user's
+    default policy) from each result's locations and its call's arguments."""
+    sensitive = sensitive or Sensitive(Path.home())
+    calls: dict[str, dict[str, Any]] = {}
+    marks: list[tuple[int, str]] = []
+    for rowid, cwd, message in rows:
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or ():
+                calls[str(call.get("id"))] = _arguments(call.get("arguments"))
+        elif message.get("role") == "tool" and not message.get(WITHHELD):
+            paths = tuple(Path(p) for p in message.get("locations") or () if isinstance(p, str))
+            args = calls.pop(str(message.get("tool_call_id")), {})
+            if (reason := secret_reached(sensitive, Path(cwd), paths, args)) and not _refused(message):
+                marks.append((rowid, reason))
+    return marks
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {"text": raw}
+    return args if isinstance(args, dict) else {}
