@@ -4,7 +4,7 @@ A result is marked (`WITHHELD` in the message, naming the path; the store copies
 `messages.withheld` column and keeps the message out of the search index) when its call
 - acts on a secret path (`Sensitive.secret`: keys, `.env`, credentials) among its planned
   paths: read_file of `~/.ssh/id_rsa`, search_files in `~/.aws`;
-- or holds text that mentions one (any string argument): a terminal command
+- or runs text that mentions one (its `ToolSpec.command_arg`): a terminal command
   `cat ~/.ssh/id_rsa`, an execute_code script `open(".env").read()`;
 - or, for a call that makes calls of its own (execute_code's scripts, delegate_task's
   subagents), when one of those was such a call.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,14 +35,18 @@ if TYPE_CHECKING:
     from talaria.agent.session import Session
     from talaria.agent.tool_runner import PlannedCall
 
-MAX_MENTIONS = 4_000
-"""Distinct words of one call's text checked against the path policy; a call with more is
-marked unchecked (hiding one result from recall costs less than judging a megabyte of words)."""
+MAX_MENTIONS = 2_000
+"""Distinct words of what one call runs checked against the path policy (~0.15 ms each); a
+call with more is marked unchecked (hiding one result from recall costs less than judging a
+megabyte of words on the event loop)."""
 MAX_WORD_CHARS = 4_096
 """Longer words are no path (PATH_MAX)."""
 TOO_LONG = "(a call too long to check for secret paths)"
+RUN_ARGS = ("command", "code")
+"""Where a stored call kept what it ran (terminal, execute_code), for `judge_stored`: the
+tools' specs are not at hand when an old database is opened."""
 _WORD = re.compile(r"[^\s'\"`;|&<>(){}\[\],=:]+")
-_HOME_VARIABLE = re.compile(r"^\$(?:HOME\b|\{HOME\})")
+_HOME_VARIABLE = re.compile(r"^(?:\$HOME\b|\$\{HOME\}|~(?=/|$))")
 
 
 @dataclass(slots=True)
@@ -52,6 +56,9 @@ class Withholding:
 
     marks: dict[str, str] = field(default_factory=dict)
     outer: dict[str, str] = field(default_factory=dict)
+    reached: str | None = None
+    """The first secret path a stored result of this session reached (a subagent's marks
+    its parent's delegate_task result)."""
 
     def record(self, call_id: str, reason: str | None, parent: str | None = None) -> None:
         """Note `call_id`'s reason (None: it reached no secret) under the call it runs in."""
@@ -65,42 +72,26 @@ class Withholding:
 
 
 def secret_reached(sensitive: Sensitive, cwd: Path, paths: tuple[Path, ...],
-                   args: dict[str, Any]) -> str | None:
-    """The first secret path a call acts on or whose name its text holds; None when none."""
+                   runs: str | None) -> str | None:
+    """The first secret path a call acts on, or whose name what it runs (a command, a
+    script) holds as a word; None when none."""
     for path in paths:
         if sensitive.secret(path):
             return str(path)
-    words: dict[str, None] = {}
-    for text in _strings(args):
-        words.update(dict.fromkeys(_WORD.findall(text)))
-        if len(words) > MAX_MENTIONS:
-            return TOO_LONG
+    words = dict.fromkeys(_WORD.findall(runs or ""))
+    if len(words) > MAX_MENTIONS:
+        return TOO_LONG
     home = str(sensitive.home)
-    for word in words:
-        if len(word) > MAX_WORD_CHARS:
-            continue
-        path = resolve(_HOME_VARIABLE.sub(lambda _: home, word), cwd)
-        if sensitive.secret(path):
-            return str(path)
-    return None
-
-
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif depth < 8 and isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item, depth + 1)
-    elif depth < 8 and isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item, depth + 1)
+    found = sensitive.first_secret(resolve(_HOME_VARIABLE.sub(lambda _: home, word), cwd)
+                                   for word in words if len(word) <= MAX_WORD_CHARS)
+    return str(found) if found is not None else None
 
 
 def _reason(session: Session, p: PlannedCall) -> str | None:
     sensitive = session.permissions.sensitive
     if sensitive is None or p.spec is None:
         return None
-    return secret_reached(sensitive, session.cwd, p.paths, p.args)
+    return secret_reached(sensitive, session.cwd, p.paths, p.spec.command(p.args))
 
 
 def nested(session: Session, parent: str, p: PlannedCall) -> None:
@@ -112,9 +103,8 @@ def absorb(session: Session, call_id: str, children: list[Session]) -> None:
     """Subagents ran inside `call_id`: what any of them reached marks it (their summaries
     may quote it)."""
     for child in children:
-        if child.withheld.marks:
-            session.withheld.record(call_id, next(iter(child.withheld.marks.values())))
-        child.withheld.marks.clear()
+        if child.withheld.reached is not None:
+            session.withheld.record(call_id, child.withheld.reached)
 
 
 def mark(session: Session, p: PlannedCall, message: Message) -> Message:
@@ -127,6 +117,7 @@ def mark(session: Session, p: PlannedCall, message: Message) -> Message:
         withholding.marks.pop(inner, None)
     if reason is None or _refused(message):
         return message
+    withholding.reached = withholding.reached or reason
     return {**message, WITHHELD: reason}
 
 
@@ -147,7 +138,8 @@ def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
     """(rowid, path) of the stored tool results that reached a secret path, from rows of
     (rowid, the session's cwd, message) in transcript order: a database written before
     results were marked (`store_migrate`). Judged by `sensitive` (default: this user's
-    default policy) from each result's locations and its call's arguments."""
+    default policy) from each result's locations and what its call ran (the arguments a
+    command or a script is given in: `RUN_ARGS`)."""
     sensitive = sensitive or Sensitive(Path.home())
     calls: dict[str, dict[str, Any]] = {}
     marks: list[tuple[int, str]] = []
@@ -158,7 +150,8 @@ def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
         elif message.get("role") == "tool" and not message.get(WITHHELD):
             paths = tuple(Path(p) for p in message.get("locations") or () if isinstance(p, str))
             args = calls.pop(str(message.get("tool_call_id")), {})
-            if (reason := secret_reached(sensitive, Path(cwd), paths, args)) and not _refused(message):
+            runs = next((args[k] for k in RUN_ARGS if isinstance(args.get(k), str)), None)
+            if (reason := secret_reached(sensitive, Path(cwd), paths, runs)) and not _refused(message):
                 marks.append((rowid, reason))
     return marks
 

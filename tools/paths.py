@@ -17,9 +17,11 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from talaria.tools.registry import WEB_SCHEMES
 
@@ -80,7 +82,10 @@ def inside_roots(path: Path, roots: tuple[Path, ...] | list[Path]) -> bool:
 
 
 def _within(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
+    # As strings: `base in path.parents` builds and compares a Path per ancestor, and one
+    # command's words are judged by the thousand (talaria.agent.withheld).
+    text, prefix = str(path), str(base)
+    return text == prefix or text.startswith(prefix.rstrip("/") + "/")
 
 
 def _holds_token(path: Path) -> bool:
@@ -154,11 +159,14 @@ class Sensitive:
             return True
         return any(_glob_match(path, p) for p in self._patterns())
 
-    def _check(self, path: Path, *, internals: bool) -> bool:
+    def _homes(self) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+        return (self.home, self._talaria()), (_real(self.home), _real(self._talaria()))
+
+    def _check(self, path: Path, *, internals: bool, homes: Any = None) -> bool:
         try:
             lexical = Path(os.path.normpath(path))
             real = _real(lexical)
-            homes = (self.home, self._talaria()), (_real(self.home), _real(self._talaria()))
+            homes = homes or self._homes()
             for p, (home, talaria) in ((lexical, homes[0]), (real, homes[1])):
                 if self._secret(p, home, talaria):
                     return True
@@ -171,6 +179,12 @@ class Sensitive:
     def secret(self, path: Path) -> bool:
         """Reading `path` shows a secret (checked as written and at its symlink target)."""
         return self._check(path, internals=False)
+
+    def first_secret(self, paths: Iterable[Path]) -> Path | None:
+        """The first of `paths` that `secret` holds for (the homes resolved once: many paths
+        judged at once, e.g. every word of a command)."""
+        homes = self._homes()
+        return next((p for p in paths if self._check(p, internals=False, homes=homes)), None)
 
     def guarded(self, path: Path) -> bool:
         """Writing `path` asks: a secret, or repository internals (`.git/`)."""
