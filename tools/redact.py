@@ -22,13 +22,15 @@ another checks that the repo's own source mostly survives untouched):
 A named value is taken for code, not a secret, when it is a reference or a template (`$X`,
 `${X}`, `{x}`, `<your token>`, `%(x)s`), a call or subscript (`token = next(tokens)`,
 `os.environ["X"]`), a bare identifier or dotted name (`password=password`, `token: str`,
-`secret=self.secret`, `True`), or a path (`PWD=/home/me`); a quoted value is prose when it
-holds a space after a word (`"password": "the user's password"`). Redaction that mangles code
-makes training data and recall worse than no redaction.
+`secret=self.secret`, `True`), a path (`PWD=/home/me`), or a placeholder (shorter than
+`PLACEHOLDER_CHARS`, holding `...`, or fewer than `PLACEHOLDER_DIGITS` digits:
+`CHARS_PER_TOKEN = 4`). Redaction that mangles code makes training data and recall worse
+than no redaction.
 
 Pure hex runs (git SHAs, sha256 digests, UUIDs) are never redacted by entropy: they are in
 every transcript (`git log`, lockfiles, checksums) and recall is for finding them again; a hex
-secret is caught when it is named (`api_key=...`, `token: ...`).
+secret is caught when it is named (`api_key=...`, `token: ...`); nor are integrity digests
+(`sha512-...`).
 Image data (`data:` URLs, `{"type": "image", "data"}` parts) is never scanned: base64 can
 spell anything. What a secret path held (`~/.ssh/id_rsa`, `.env`) is not found by shape: it is
 withheld when the message is stored (`talaria.agent.withheld`, `WITHHELD`).
@@ -47,6 +49,10 @@ WITHHELD = "withheld"
 from: such content never reaches recall, the search index or an export."""
 ENTROPY_MIN_CHARS = 32
 """The shortest unnamed run judged by its entropy."""
+PLACEHOLDER_CHARS = 4
+"""A named value shorter than this is a placeholder (`"x"`, `""`), not a secret."""
+PLACEHOLDER_DIGITS = 6
+"""A named value of fewer digits is a setting (`CHARS_PER_TOKEN = 4`); six make a PIN."""
 ENTROPY_BITS = 4.0
 """Shannon entropy per character above which such a run is taken for a secret (random base64
 of 32 characters has about 4.5; identifiers and words stay well under)."""
@@ -142,9 +148,15 @@ def _keep_first(match: re.Match[str]) -> str:
 
 def _quoted(match: re.Match[str]) -> str:
     head, value = match[1], match[3]
-    if MARK in value or value.startswith(("$", "{", "<", "%(")):
-        return match[0]  # already redacted, or a reference / template, no secret
+    if MARK in value or value.startswith(("$", "{", "<", "%(")) or _placeholder(value):
+        return match[0]  # already redacted, a reference / template or a placeholder
     return head + match[2] + MARK
+
+
+def _placeholder(value: str) -> bool:
+    """`"x"`, `"..."`, `sk-...`, `4`: what docs and configs put where a secret goes."""
+    return (len(value) < PLACEHOLDER_CHARS or "..." in value or "\u2026" in value
+            or (value.isdigit() and len(value) < PLACEHOLDER_DIGITS))
 
 
 def _unquoted(match: re.Match[str]) -> str:
@@ -153,7 +165,7 @@ def _unquoted(match: re.Match[str]) -> str:
         return match[0]  # "the token expires": prose; only `--token VALUE` takes a space
     following = match.string[match.end():match.end() + 1]
     if (MARK in value or following in ("(", "[") or _REFERENCE.match(value)
-            or _IDENTIFIER.match(value) or _PATH.match(value)):
+            or _IDENTIFIER.match(value) or _PATH.match(value) or _placeholder(value)):
         return match[0]  # a call, a subscript, a reference, a name or a path: code
     return name + separator + MARK
 
@@ -169,7 +181,7 @@ def _random(match: re.Match[str]) -> str:
     # Right after a backslash the first character belongs to a JSON escape (`\n`): kept.
     escape = run[0] if match.start() > 0 and match.string[match.start() - 1] == "\\" else ""
     core = run[len(escape):].rstrip("=")
-    if (len(core) < ENTROPY_MIN_CHARS or not any(c.isupper() for c in core)
+    if (len(core) < ENTROPY_MIN_CHARS or core.startswith(_DIGESTS) or not any(c.isupper() for c in core)
             or not any(c.islower() for c in core) or not any(c.isdigit() for c in core)
             or entropy(core) < ENTROPY_BITS):
         return run
@@ -177,6 +189,8 @@ def _random(match: re.Match[str]) -> str:
 
 
 _DATA_URL = re.compile(r"^data:[\w.+-]+/[\w.+-]+;base64,")
+_DIGESTS = ("sha1-", "sha256-", "sha384-", "sha512-")
+"""Subresource-integrity digests (`package-lock.json`): public checksums, not secrets."""
 
 
 def redact(value: Any) -> Any:
