@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from talaria.agent import withheld
+from talaria.agent import withheld_calls as withheld
 from talaria.agent.events import (
     Emit,
     Notice,

@@ -25,15 +25,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from talaria.tools.paths import Sensitive, resolve
 from talaria.tools.redact import WITHHELD
-
-if TYPE_CHECKING:
-    from talaria.agent.providers.base import Message
-    from talaria.agent.session import Session
-    from talaria.agent.tool_runner import PlannedCall
 
 MAX_MENTIONS = 2_000
 """Distinct words of what one call runs checked against the path policy (~0.15 ms each); a
@@ -87,41 +82,8 @@ def secret_reached(sensitive: Sensitive, cwd: Path, paths: tuple[Path, ...],
     return str(found) if found is not None else None
 
 
-def _reason(session: Session, p: PlannedCall) -> str | None:
-    sensitive = session.permissions.sensitive
-    if sensitive is None or p.spec is None:
-        return None
-    return secret_reached(sensitive, session.cwd, p.paths, p.spec.command(p.args))
-
-
-def nested(session: Session, parent: str, p: PlannedCall) -> None:
-    """A call made inside call `parent` (a script's): its secret marks the outer call too."""
-    session.withheld.record(p.id, _reason(session, p), parent)
-
-
-def absorb(session: Session, call_id: str, children: list[Session]) -> None:
-    """Subagents ran inside `call_id`: what any of them reached marks it (their summaries
-    may quote it)."""
-    for child in children:
-        if child.withheld.reached is not None:
-            session.withheld.record(call_id, child.withheld.reached)
-
-
-def mark(session: Session, p: PlannedCall, message: Message) -> Message:
-    """`message` (the result of `p`) marked `WITHHELD` when `p` reached a secret path, or a
-    call it made did; a call refused before it ran holds nothing and stays as it is."""
-    withholding = session.withheld
-    reason = withholding.marks.pop(p.id, None) or _reason(session, p)
-    for inner in [k for k, root in withholding.outer.items() if root == p.id]:
-        withholding.outer.pop(inner)
-        withholding.marks.pop(inner, None)
-    if reason is None or _refused(message):
-        return message
-    withholding.reached = withholding.reached or reason
-    return {**message, WITHHELD: reason}
-
-
-def _refused(message: Message) -> bool:
+def refused(message: dict[str, Any]) -> bool:
+    """A result of a call refused before it ran (it holds nothing to withhold)."""
     content = message.get("content")
     if message.get("status") != "failed" or not isinstance(content, str):
         return False
@@ -151,7 +113,7 @@ def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
             paths = tuple(Path(p) for p in message.get("locations") or () if isinstance(p, str))
             args = calls.pop(str(message.get("tool_call_id")), {})
             runs = next((args[k] for k in RUN_ARGS if isinstance(args.get(k), str)), None)
-            if (reason := secret_reached(sensitive, Path(cwd), paths, runs)) and not _refused(message):
+            if (reason := secret_reached(sensitive, Path(cwd), paths, runs)) and not refused(message):
                 marks.append((rowid, reason))
     return marks
 

@@ -112,7 +112,7 @@ _QUOTED = re.compile(r"(" + _Q + r"?" + _B + _NAME + _E + r"(?:" + _Q + r")?"
 _UNQUOTED = re.compile(
     r"((?:--)?" + _B + _NAME + _E + r")(\s*(?:=>|:=|=|:)\s*|\s+)"
     r"([^" + _VALUE_END + r"=:][^" + _VALUE_END + r"]*)")
-_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{%d,}={0,2}" % ENTROPY_MIN_CHARS)
+_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{" + str(ENTROPY_MIN_CHARS) + r",}={0,2}")
 
 _NEEDED = ("sk-", "sk_", "rk_", "pk_", "gh", "github_pat_", "gl", "hf_", "npm_", "pypi-", "aiza",
            "akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "abia", "acca", "xox",

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from talaria.agent import events as ev
-from talaria.agent import withheld
+from talaria.agent import withheld_calls as withheld
 from talaria.agent.config import Config
 from talaria.agent.session import Session
 from talaria.agent.subagents.door import ChildDoor

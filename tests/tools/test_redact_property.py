@@ -26,7 +26,8 @@ PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 
 def cased(word: str, flips: list[bool]) -> str:
-    return "".join(c.upper() if up else c.lower() for c, up in zip(word, flips + [False] * len(word)))
+    flips = flips + [False] * len(word)
+    return "".join(c.upper() if up else c.lower() for c, up in zip(word, flips[:len(word)], strict=True))
 
 
 names = st.builds(
