@@ -49,6 +49,10 @@ WITHHELD = "withheld"
 from: such content never reaches recall, the search index or an export."""
 ENTROPY_MIN_CHARS = 32
 """The shortest unnamed run judged by its entropy."""
+MAX_PEM_CHARS = 16_384
+"""The longest private key block looked for whole (an RSA 8192 key is ~6,400 characters). Its
+body never holds `-----`, so a search stops at the next marker: text made of many BEGIN lines
+stays linear. A longer block still loses its body to the cut-short rule."""
 PLACEHOLDER_CHARS = 4
 """A named value shorter than this is a placeholder (`"x"`, `""`), not a secret."""
 PLACEHOLDER_DIGITS = 6
@@ -93,7 +97,8 @@ _PREFIXED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _PEM = (
     # PEM blocks first, whole; then a block cut short (a truncated read): its base64 body,
     # plain or JSON-escaped, up to the first character that cannot be part of it.
-    (re.compile(r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----)[\s\S]*?(-----END \2PRIVATE KEY-----)"),
+    (re.compile(r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----)(?:(?!-----)[\s\S]){0,"
+                + str(MAX_PEM_CHARS) + r"}?(-----END \2PRIVATE KEY-----)"),
      r"\1" + MARK + r"\3"),
     (re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:[A-Za-z0-9+/=\s]|\\[nrt])+"),
      r"\1" + MARK),
