@@ -12,7 +12,8 @@ planned paths, and the permission policy asks or refuses as for any such read. T
 session is left out of discovery (it is in the context already).
 Every text is redacted as trajectory exports are, and cut to `MAX_MESSAGE_CHARS`; a tool
 result marked `withheld` when stored (it came from a secret path, `talaria.agent.withheld`)
-shows only a note naming the path.
+shows only a note naming the path, and its telling words (`quoted_words`) are taken out of the
+session's other messages shown (a model's answer that quotes the key it read).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Hit, QueryError, SessionRecord, Store, searchable_text
-from talaria.tools.redact import WITHHELD, redact_text, withheld_note
+from talaria.tools.redact import WITHHELD, quoted_words, redact_text, scrub, withheld_note
 
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 10
@@ -110,9 +111,10 @@ def _discover(store: Store, hits: list[Hit], limit: int, sort: str) -> list[dict
         hit, record = best[sid], records[sid]
         assert record is not None
         window = store.around(sid, hit.seq, HIT_WINDOW)
-        out.append({**_about(record), "snippet": redact_text(hit.snippet),
+        words = quoted_words(store.withheld_texts(sid))
+        out.append({**_about(record), "snippet": redact_text(scrub(hit.snippet, words)),
                     "match_message_id": hit.seq, "matches": matches[sid],
-                    "messages": [_shown(n, m) for n, m in window if _visible(m)]})
+                    "messages": [_shown(n, m, words) for n, m in window if _visible(m)]})
     return out
 
 
@@ -131,7 +133,8 @@ def _scroll(store: Store, args: dict[str, Any], project: str | None) -> dict[str
     if not 1 <= anchor <= last:
         raise RecallError(f"session {sid!r} has messages 1 to {last}, not {anchor}")
     window = _int(args, "window", DEFAULT_WINDOW, 1, MAX_WINDOW)
-    shown = [_shown(n, m) for n, m in store.around(sid, anchor, window) if _visible(m)]
+    words = quoted_words(store.withheld_texts(sid))
+    shown = [_shown(n, m, words) for n, m in store.around(sid, anchor, window) if _visible(m)]
     return {**_about(record), "around_message_id": anchor, "window": window,
             "messages_before": anchor - max(1, anchor - window),
             "messages_after": min(last, anchor + window) - anchor,
@@ -153,11 +156,11 @@ def _visible(message: dict[str, Any]) -> bool:
     return message.get("role") in ALL_ROLES
 
 
-def _shown(seq: int, message: dict[str, Any]) -> dict[str, Any]:
+def _shown(seq: int, message: dict[str, Any], quoted: frozenset[str]) -> dict[str, Any]:
     if path := message.get(WITHHELD):  # marked when stored: what a secret path held
         text = withheld_note(str(path))
-    else:
-        text = searchable_text(message) if message.get("tool_calls") else _text(message)
+    else:  # and what quotes it
+        text = scrub(searchable_text(message) if message.get("tool_calls") else _text(message), quoted)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + f" ... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
     shown = {"id": seq, "role": message.get("role"), "content": redact_text(text)}

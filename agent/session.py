@@ -104,7 +104,7 @@ class Session:
         """Add a message to the context and commit it to the transcript at once."""
         self.messages.append(message)
         if self.store is not None:
-            self.store.append(self.id, message)
+            self.store.append(self.id, message, self.withheld.quoted)
 
     def current_tools(self) -> list[ToolSpec]:
         """The tools offered now: the session's own, then what its sources (MCP servers)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
-from talaria.tools.redact import WITHHELD, redact_text
+from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -194,8 +194,10 @@ class Store:
             rows = self._db.execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
-    def append(self, session_id: str, message: dict[str, Any]) -> int:
-        """Commit one message; returns its sequence number."""
+    def append(self, session_id: str, message: dict[str, Any],
+               quoted: frozenset[str] = frozenset()) -> int:
+        """Commit one message; returns its sequence number. `quoted`: words of the session's
+        withheld results, kept out of this message's index text (an answer quoting them)."""
         text = json.dumps(message, ensure_ascii=False)
         now = time.time()
         with self._lock:
@@ -211,7 +213,7 @@ class Store:
                     " VALUES (?, ?, ?, ?, ?)",
                     (session_id, seq, now, text, str(withheld) if withheld else None),
                 )
-                if not withheld and (found := searchable_text(message)):
+                if not withheld and (found := scrub(searchable_text(message), quoted)):
                     self._db.execute(
                         "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
                         " VALUES (?, ?, ?, ?, ?)",
@@ -348,6 +350,13 @@ class Store:
                 " AND seq BETWEEN ? AND ? ORDER BY seq",
                 (session_id, seq - window, seq + window)).fetchall()
         return [(n, _loaded(text, withheld)) for n, text, withheld in found]
+
+    def withheld_texts(self, session_id: str) -> list[str]:
+        """The stored contents of the session's withheld results (to find them quoted)."""
+        with self._lock:
+            rows = self._db.execute("SELECT message FROM messages WHERE session_id = ?"
+                                    " AND withheld IS NOT NULL", (session_id,)).fetchall()
+        return [str(json.loads(text).get("content") or "") for (text,) in rows]
 
     def last_seq(self, session_id: str) -> int:
         with self._lock:

@@ -11,7 +11,11 @@ A result is marked (`WITHHELD` in the message, naming the path; the store copies
 `session_search` and trajectory exports show `talaria.tools.redact.withheld_note(path)`
 instead of the content; the live context and the session's own transcript (`session/load`,
 the raw transcript file) keep it: the user saw it there. The mark is by path, never by shape:
-`SSH-CANARY-...` in a key file is nothing a redaction pattern could know.
+`SSH-CANARY-...` in a key file is nothing a redaction pattern could know. What quotes such a
+result elsewhere in its session (the model's answer "the key ends with SSH-CANARY-...") loses
+the result's telling words (`redact.quoted_words`): in the index as it is stored, and in
+recall and exports when shown (a session loaded again indexes without them, recall still
+takes them out).
 
 Not caught (what the shape rules in `talaria.tools.redact` still see): a path spelt so no
 word of the text names it (`cat ~/.s?h/id_*`, a name built at run time), and output read
@@ -51,6 +55,9 @@ class Withholding:
 
     marks: dict[str, str] = field(default_factory=dict)
     outer: dict[str, str] = field(default_factory=dict)
+    quoted: frozenset[str] = frozenset()
+    """The telling words of this session's withheld results (`redact.quoted_words`): kept out
+    of the search index of its later messages."""
     reached: str | None = None
     """The first secret path a stored result of this session reached (a subagent's marks
     its parent's delegate_task result)."""

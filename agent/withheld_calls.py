@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from talaria.agent.withheld import refused, secret_reached
-from talaria.tools.redact import WITHHELD
+from talaria.tools.redact import MAX_QUOTED_WORDS, WITHHELD, quoted_words
 
 if TYPE_CHECKING:
     from talaria.agent.session import Session
@@ -46,4 +46,6 @@ def mark(session: Session, p: Any, message: dict[str, Any]) -> dict[str, Any]:
     if reason is None or refused(message):
         return message
     withholding.reached = withholding.reached or reason
+    if len(withholding.quoted) < MAX_QUOTED_WORDS:
+        withholding.quoted |= quoted_words([str(message.get("content") or "")])
     return {**message, WITHHELD: reason}

@@ -231,3 +231,48 @@ def withhold(message: dict[str, Any]) -> dict[str, Any]:
             {**run, "messages": [withhold(m) for m in run.get("messages") or ()]}
             if isinstance(run, dict) else run for run in subagents]
     return out
+
+
+QUOTED_MIN_CHARS = 6
+"""The shortest word of a withheld result looked for elsewhere in its session (a model's
+answer quoting the key it read): shorter words are too common to take out."""
+MAX_QUOTED_WORDS = 2_000
+"""Words of a session's withheld contents looked for (the first ones; a pattern past that
+costs more than it finds)."""
+_QUOTABLE = re.compile(r"[^\s\"'`,;:=()\[\]{}<>\\]+")
+
+
+def quoted_words(texts: list[str]) -> frozenset[str]:
+    """The words of withheld contents that would give them away if quoted: at least
+    `QUOTED_MIN_CHARS` long with letters and digits (`SSH-CANARY-8c9d`, `hunter2-x`), or 16
+    and more of mixed kinds (a key's body); not `default`, `PRIVATE` or `package.json`."""
+    found: set[str] = set()
+    for text in texts:
+        for word in _QUOTABLE.findall(text.replace("\\n", " ").replace("\\t", " ")):
+            word = word.strip(".")
+            digit, alpha = any(c.isdigit() for c in word), any(c.isalpha() for c in word)
+            mixed = digit + alpha + any(not c.isalnum() for c in word) >= 2
+            if MARK[1:-1] not in word and (
+                    (len(word) >= QUOTED_MIN_CHARS and digit and alpha) or (len(word) >= 16 and mixed)):
+                found.add(word)
+                if len(found) >= MAX_QUOTED_WORDS:
+                    return frozenset(found)
+    return frozenset(found)
+
+
+def scrub(value: Any, words: frozenset[str]) -> Any:
+    """A copy of a JSON-like value with every occurrence of `words` replaced by `MARK`."""
+    if not words:
+        return value
+    pattern = re.compile("|".join(map(re.escape, sorted(words, key=len, reverse=True))))
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return pattern.sub(MARK, item)
+        if isinstance(item, list | tuple):
+            return [walk(x) for x in item]
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value)

@@ -40,7 +40,7 @@ def test_recall_across_projects_asks_refuses_and_never_carries_secrets(tmp_path:
     search_all = call("session_search", query="SSH", scope="all")
     fake_llm.script([
         {"tool_calls": [call("read_file", path="~/.ssh/id_rsa"), call("read_file", path=".env")]},
-        {"text": "Both files are there."},
+        {"text": f"Both are there: the key says {CANARY}, the password is {PASSWORD}."},
         {"tool_calls": [search_all, call("session_search", query="SSH")]},
         {"text": "Nothing I may read."},
         {"tool_calls": [search_all, call("session_search", query="env", scope="all", role_filter="tool")]},

@@ -56,7 +56,7 @@ def project_a(fake_llm: Any, tmp_path: Path, store: Store) -> Session:
     (session.cwd / ".env").write_text(f"SECRET=abc123\ndb_password={PASSWORD}\n")
     fake_llm.script([{"tool_calls": [call("read_file", path="~/.ssh/id_rsa"),
                                      call("read_file", path=".env")]},
-                     {"text": "Your SSH key and .env are as expected."}])
+                     {"text": f"Your key ends with {CANARY} and db_password is {PASSWORD}."}])
     assert anyio.run(run_turn, session, "check my SSH key and .env") == "end_turn"
     return session
 

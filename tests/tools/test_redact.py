@@ -154,3 +154,15 @@ def test_entropy_judges_runs_from_the_bound() -> None:
     assert MARK in redact_text(f"x {run[:ENTROPY_MIN_CHARS]} y")
     assert redact_text(f"x {run[:ENTROPY_MIN_CHARS - 1]} y") == f"x {run[:ENTROPY_MIN_CHARS - 1]} y"
     assert redact_text("sha512-" + run) == "sha512-" + run  # an integrity digest is public
+
+
+def test_quoted_words_are_the_telling_ones_and_bounded() -> None:
+    from talaria.tools.redact import MAX_QUOTED_WORDS, quoted_words, scrub
+
+    words = quoted_words(['{"content": "# SSH-CANARY-8c9d\\ndefault PRIVATE package.json '
+                          'hunter2-x b3BlbnNzaC1rZXktdjEAAAAA ab1"}'])
+    assert words == {"SSH-CANARY-8c9d", "hunter2-x", "b3BlbnNzaC1rZXktdjEAAAAA"}
+    said = {"text": "it ends with SSH-CANARY-8c9d; the default PRIVATE key", "n": 1}
+    assert scrub(said, words) == {"text": f"it ends with {MARK}; the default PRIVATE key", "n": 1}
+    many = quoted_words([" ".join(f"word{i}x" for i in range(MAX_QUOTED_WORDS + 50))])
+    assert len(many) == MAX_QUOTED_WORDS

@@ -22,7 +22,7 @@ from typing import Any
 
 from talaria.agent.trajectories.export.common import ToolCatalog
 from talaria.agent.trajectories.model import Trajectory
-from talaria.tools.redact import redact, withhold
+from talaria.tools.redact import WITHHELD, quoted_words, redact, scrub, withhold
 
 __all__ = ["FORMATS", "ExportError", "ToolCatalog", "export"]
 
@@ -80,5 +80,20 @@ def _converter(fmt: str, catalog: ToolCatalog) -> Any:
 
 
 def _withheld(traj: Trajectory) -> Trajectory:
-    messages = tuple(withhold(m) for m in traj.messages)
-    return traj if messages == traj.messages else dataclasses.replace(traj, messages=messages)
+    """Withheld results lose their content, and the rest of the trajectory their telling words
+    (an answer quoting the key a tool read)."""
+    texts = [str(m.get("content") or "") for m in _with_subagents(traj.messages) if m.get(WITHHELD)]
+    if not texts:
+        return traj
+    quoted = quoted_words(texts)
+    messages = tuple(withhold(m) for m in scrub(list(traj.messages), quoted))
+    return dataclasses.replace(traj, messages=messages)
+
+
+def _with_subagents(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = list(messages)
+    for m in messages:
+        for run in m.get("subagents") or ():
+            if isinstance(run, dict):
+                out += _with_subagents(run.get("messages") or [])
+    return out
