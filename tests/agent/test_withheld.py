@@ -40,11 +40,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def turn(fake_llm: Any, tmp_path: Path, *calls: dict[str, Any], mode: str = "bypass",
-         store: Store | None = None) -> tuple[Session, Store]:
+         store: Store | None = None, answer: str = "done") -> tuple[Session, Store]:
     store = store or Store(tmp_path / "sessions.db")
     session = make_session(fake_llm, tmp_path, store=store, mode=mode, asker=Asker())
     (session.cwd / ".env").write_text(ENV_TEXT)
-    fake_llm.script([{"tool_calls": list(calls)}, {"text": "done"}])
+    fake_llm.script([{"tool_calls": list(calls)}, {"text": answer}])
     assert anyio.run(run_turn, session, "go") == "end_turn"
     return session, store
 
@@ -112,7 +112,8 @@ def test_ordinary_calls_and_refused_reads_are_not_marked(fake_llm: Any, tmp_path
 
 def test_exports_withhold_and_the_sessions_own_transcript_and_replay_keep(
         fake_llm: Any, tmp_path: Path, home: Path) -> None:
-    session, store = turn(fake_llm, tmp_path, call("read_file", path="~/.ssh/id_rsa"))
+    session, store = turn(fake_llm, tmp_path, call("read_file", path="~/.ssh/id_rsa"),
+                          answer=f"The key's comment is {CANARY}.")
     for fmt in FORMATS:
         out = export([load_trajectory(store, session.id)], fmt, ToolCatalog())
         assert CANARY not in out and "sensitive read withheld" in out, fmt
