@@ -7,7 +7,9 @@ A result is marked (`WITHHELD` in the message, naming the path; the store copies
 - or runs text that mentions one (its `ToolSpec.command_arg`): a terminal command
   `cat ~/.ssh/id_rsa`, an execute_code script `open(".env").read()`;
 - or, for a call that makes calls of its own (execute_code's scripts, delegate_task's
-  subagents), when one of those was such a call.
+  subagents), when one of those was such a call;
+- or reads the output of a background process such a call started (`process` log / poll /
+  wait of `terminal(command="cat .env", background=true)`).
 `session_search` and trajectory exports show `talaria.tools.redact.withheld_note(path)`
 instead of the content; the live context and the session's own transcript (`session/load`,
 the raw transcript file) keep it: the user saw it there. The mark is by path, never by shape:
@@ -18,8 +20,8 @@ recall and exports when shown (a session loaded again indexes without them, reca
 takes them out).
 
 Not caught (what the shape rules in `talaria.tools.redact` still see): a path spelt so no
-word of the text names it (`cat ~/.s?h/id_*`, a name built at run time), and output read
-later through another call (`process` log of a background `cat .env`).
+word of the text names it (`cat ~/.s?h/id_*`, a name built at run time), and the output tail
+of a background process shown in the notice of its end (a user message of its own).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class Withholding:
     quoted: frozenset[str] = frozenset()
     """The telling words of this session's withheld results (`redact.quoted_words`): kept out
     of the search index of its later messages."""
+    processes: dict[str, str] = field(default_factory=dict)
+    """Background processes started by a call that reached a secret: id -> the path (their
+    output, read later with `process`, is withheld too)."""
     reached: str | None = None
     """The first secret path a stored result of this session reached (a subagent's marks
     its parent's delegate_task result)."""

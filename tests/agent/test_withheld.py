@@ -182,3 +182,19 @@ def test_an_old_database_gets_the_column_and_its_secret_results_are_withheld(
     store.copy_session("old", "fork")  # a fork keeps the mark
     assert marks(store, "fork") == [str(home / ".ssh" / "id_rsa"), None]
     Store(path)  # opened again: judged once
+
+
+def test_a_background_commands_output_read_later_is_withheld(fake_llm: Any, tmp_path: Path,
+                                                             home: Path) -> None:
+    def respond(body: dict[str, Any]) -> dict[str, Any] | None:
+        last = body["messages"][-1]
+        if last["role"] == "tool" and '"pid"' in last["content"]:
+            started = json.loads(last["content"])["session_id"]
+            return {"tool_calls": [call("process", action="wait", session_id=started, timeout=10)]}
+        return None
+
+    fake_llm.respond = respond
+    session, store = turn(fake_llm, tmp_path, call("terminal", command="cat .env", background=True))
+    waited = next(m for m in session.messages if m.get("name") == "process")
+    assert "ENV-CANARY" in waited["content"]  # the live session saw the output
+    assert [m is not None and m.endswith(".env") for m in marks(store, session.id)] == [True, True]
