@@ -7,7 +7,8 @@ points at `/etc` or `~/.ssh` must be judged by where it lands, not where it sits
 Sensitive paths (the README lists them; `sensitive_paths` in config.toml adds globs):
 - secrets, whose *reading* asks: private keys, `.ssh/` and `.gnupg/` anywhere, `.env` and
   `.env*` (not templates such as `.env.example`), `.netrc`, `.pgpass`, `.git-credentials`,
-  `.npmrc` / `.pypirc` holding a token or password, `$TALARIA_HOME/credentials`, the cloud
+  `.npmrc` / `.pypirc` holding a token or password, `$TALARIA_HOME/credentials` and
+  `$TALARIA_HOME/sessions.db` (every project's transcripts), the cloud
   CLIs' stores in `$HOME` (`HOME_SECRETS`), and `.git/config` (remote URLs carry tokens);
 - repository internals, whose *writing* also asks: everything under `.git/` (hooks run code).
 """
@@ -41,6 +42,9 @@ TOKEN_FILES = frozenset({".npmrc", ".pypirc"})
 """Package-manager configs: secret when they hold a credential (`TOKEN_MARKERS`)."""
 TOKEN_MARKERS = (b"_auth", b"token", b"password")
 TOKEN_SNIFF_BYTES = 64 * 1024
+STORE_NAME = "sessions.db"
+"""The session store in $TALARIA_HOME (and its -wal / -shm files): every project's
+transcripts, the content of secret reads included."""
 MAX_HIDDEN_GLOB_MATCHES = 256
 """Paths one absolute `sensitive_paths` glob may add to the sandbox's hidden list."""
 
@@ -153,7 +157,7 @@ class Sensitive:
             return True
         if name == "config" and path.parent.name == ".git":
             return True
-        if path == talaria / "credentials":
+        if path == talaria / "credentials" or path.parent == talaria and path.name.startswith(STORE_NAME):
             return True
         if any(_within(path, home / d) for d in HOME_SECRETS):
             return True

@@ -198,3 +198,12 @@ def test_a_background_commands_output_read_later_is_withheld(fake_llm: Any, tmp_
     waited = next(m for m in session.messages if m.get("name") == "process")
     assert "ENV-CANARY" in waited["content"]  # the live session saw the output
     assert [m is not None and m.endswith(".env") for m in marks(store, session.id)] == [True, True]
+
+
+def test_the_store_itself_is_a_secret(tmp_path: Path) -> None:
+    sensitive = Sensitive(tmp_path / "h", talaria_home=tmp_path / "t")
+    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm"):
+        assert sensitive.secret(tmp_path / "t" / name), name
+    assert not sensitive.secret(tmp_path / "t" / "config.toml")
+    assert not sensitive.secret(tmp_path / "project" / "sessions.db")  # a project's own file
+    assert secret_reached(sensitive, tmp_path, (), "sqlite3 ../t/sessions.db .dump") is not None
