@@ -206,4 +206,4 @@ def test_the_store_itself_is_a_secret(tmp_path: Path) -> None:
         assert sensitive.secret(tmp_path / "t" / name), name
     assert not sensitive.secret(tmp_path / "t" / "config.toml")
     assert not sensitive.secret(tmp_path / "project" / "sessions.db")  # a project's own file
-    assert secret_reached(sensitive, tmp_path, (), "sqlite3 ../t/sessions.db .dump") is not None
+    assert secret_reached(sensitive, tmp_path / "project", (), "sqlite3 ../t/sessions.db .dump")
