@@ -19,6 +19,7 @@ session's other messages shown (a model's answer that quotes the key it read).
 from __future__ import annotations
 
 import re
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,10 @@ def reach(store: Store, args: dict[str, Any], *, cwd: Path) -> tuple[str, ...]:
     if args.get("scope") != "all":
         return ()
     if isinstance(sid := args.get("session_id"), str) and sid:
-        record = store.get_session(sid)
+        try:
+            record = store.get_session(sid)
+        except sqlite3.Error:  # judged as the wider read; the call itself reports the failure
+            record = None
         if record is not None and record.cwd == str(cwd):
             return ()
     return (str(store.path),)
