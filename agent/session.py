@@ -75,9 +75,9 @@ class Session:
     checkpoints: TurnCheckpoints | NestedCheckpoints | None = None
     """Snapshots of the project before each turn's first change (`/undo`); None: off."""
     depth: int = 0
+    """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
     withheld: Withholding = field(default_factory=Withholding)
     """Tool calls that reached a secret path, until their results are stored marked."""
-    """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
     @property
