@@ -7,19 +7,25 @@ Two shapes, as in Hermes:
 - scroll (`session_id`, `around_message_id`, `window`): the messages around one message, to
   read on from a discovery result (message ids are positions in their session).
 With neither, the most recent sessions. Sessions of the current project only unless
-`scope="all"`; the current session is left out of discovery (it is in the context already).
-Every text is redacted as trajectory exports are, and cut to `MAX_MESSAGE_CHARS`.
+`scope="all"`, which is a read outside the project: `reach` names what it reads, the call's
+planned paths, and the permission policy asks or refuses as for any such read. The current
+session is left out of discovery (it is in the context already).
+Every text is redacted as trajectory exports are, and cut to `MAX_MESSAGE_CHARS`; a tool
+result marked `withheld` when stored (it came from a secret path, `talaria.agent.withheld`)
+shows only a note naming the path, and its telling words (`quoted_words`) are taken out of the
+session's other messages shown (a model's answer that quotes the key it read).
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Hit, QueryError, SessionRecord, Store, searchable_text
-from talaria.tools.redact import redact_text
+from talaria.tools.redact import WITHHELD, quoted_words, redact_text, scrub, withheld_note
 
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 10
@@ -75,6 +81,23 @@ def session_search(store: Store, args: dict[str, Any], *, cwd: Path, session_id:
     return answer
 
 
+def reach(store: Store, args: dict[str, Any], *, cwd: Path) -> tuple[str, ...]:
+    """What a call reads beyond this project's sessions: the store file when it reaches other
+    projects' (scope="all", unless it scrolls a session of this project), else nothing. These
+    are the call's planned paths: the permission policy judges them like any read. Never
+    raises (bad arguments are the call's own error)."""
+    if args.get("scope") != "all":
+        return ()
+    if isinstance(sid := args.get("session_id"), str) and sid:
+        try:
+            record = store.get_session(sid)
+        except sqlite3.Error:  # judged as the wider read; the call itself reports the failure
+            record = None
+        if record is not None and record.cwd == str(cwd):
+            return ()
+    return (str(store.path),)
+
+
 def _discover(store: Store, hits: list[Hit], limit: int, sort: str) -> list[dict[str, Any]]:
     best: dict[str, Hit] = {}
     matches: dict[str, int] = {}
@@ -92,9 +115,10 @@ def _discover(store: Store, hits: list[Hit], limit: int, sort: str) -> list[dict
         hit, record = best[sid], records[sid]
         assert record is not None
         window = store.around(sid, hit.seq, HIT_WINDOW)
-        out.append({**_about(record), "snippet": redact_text(hit.snippet),
+        words = quoted_words(store.withheld_texts(sid))
+        out.append({**_about(record), "snippet": redact_text(scrub(hit.snippet, words)),
                     "match_message_id": hit.seq, "matches": matches[sid],
-                    "messages": [_shown(n, m) for n, m in window if _visible(m)]})
+                    "messages": [_shown(n, m, words) for n, m in window if _visible(m)]})
     return out
 
 
@@ -113,7 +137,8 @@ def _scroll(store: Store, args: dict[str, Any], project: str | None) -> dict[str
     if not 1 <= anchor <= last:
         raise RecallError(f"session {sid!r} has messages 1 to {last}, not {anchor}")
     window = _int(args, "window", DEFAULT_WINDOW, 1, MAX_WINDOW)
-    shown = [_shown(n, m) for n, m in store.around(sid, anchor, window) if _visible(m)]
+    words = quoted_words(store.withheld_texts(sid))
+    shown = [_shown(n, m, words) for n, m in store.around(sid, anchor, window) if _visible(m)]
     return {**_about(record), "around_message_id": anchor, "window": window,
             "messages_before": anchor - max(1, anchor - window),
             "messages_after": min(last, anchor + window) - anchor,
@@ -135,8 +160,11 @@ def _visible(message: dict[str, Any]) -> bool:
     return message.get("role") in ALL_ROLES
 
 
-def _shown(seq: int, message: dict[str, Any]) -> dict[str, Any]:
-    text = searchable_text(message) if message.get("tool_calls") else _text(message)
+def _shown(seq: int, message: dict[str, Any], quoted: frozenset[str]) -> dict[str, Any]:
+    if path := message.get(WITHHELD):  # marked when stored: what a secret path held
+        text = withheld_note(str(path))
+    else:  # and what quotes it
+        text = scrub(searchable_text(message) if message.get("tool_calls") else _text(message), quoted)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + f" ... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
     shown = {"id": seq, "role": message.get("role"), "content": redact_text(text)}

@@ -146,9 +146,10 @@ def new_session(
     if store is not None:
         from functools import partial
 
-        from talaria.agent.recall import session_search
+        from talaria.agent.recall import reach, session_search
 
         session.tool_state.recall = partial(session_search, store, cwd=cwd, session_id=session.id)
+        session.tool_state.recall_reach = partial(reach, store, cwd=cwd)
     else:  # nothing to search: not offered (rather than offered and failing)
         session.tools = [t for t in session.tools if t.name != "session_search"]
     _wire_turn_features(config, session, prestart=prestart)

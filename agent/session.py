@@ -19,6 +19,7 @@ from talaria.agent.permissions import Permissions
 from talaria.agent.providers.base import Message, Provider
 from talaria.agent.queue import PromptQueue
 from talaria.agent.store import Store
+from talaria.agent.withheld import Withholding
 from talaria.tools.registry import ToolSpec
 from talaria.tools.state import ToolState
 from talaria.tools.workspace import Workspace
@@ -78,6 +79,8 @@ class Session:
     """Snapshots of the project before each turn's first change (`/undo`); None: off."""
     depth: int = 0
     """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
+    withheld: Withholding = field(default_factory=Withholding)
+    """Tool calls that reached a secret path, until their results are stored marked."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
     @property
@@ -104,7 +107,7 @@ class Session:
         """Add a message to the context and commit it to the transcript at once."""
         self.messages.append(message)
         if self.store is not None:
-            self.store.append(self.id, message)
+            self.store.append(self.id, message, self.withheld.quoted)
 
     def current_tools(self) -> list[ToolSpec]:
         """The tools offered now: the session's own, then what its sources (MCP servers)

@@ -11,6 +11,12 @@ When compaction or /clear changes the live context, the new context is saved as 
 the message's rowid, written in the same transaction as the message; a database from before it
 existed is indexed once when opened (`PRAGMA user_version` 1). `session_search` reads it
 through `search` and `around`.
+
+`messages.withheld` names the secret path a tool result's content came from (the message's
+`withheld` key, set by `talaria.agent.withheld` when it is stored): such a message is never
+indexed, and `around` / `messages` hand the mark back so recall and exports show a note
+instead. A database from before the column (`user_version` < 2) gets it, and its stored
+results are judged once by the default path policy (`withheld.judge_stored`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from talaria.tools.redact import redact_text
+from talaria.agent.store_migrate import migrate
+from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -42,6 +49,7 @@ CREATE TABLE IF NOT EXISTS messages (
     seq INTEGER NOT NULL,
     created_at REAL NOT NULL,
     message TEXT NOT NULL,
+    withheld TEXT,
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions (cwd, updated_at);
@@ -57,8 +65,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
     text, role UNINDEXED, session_id UNINDEXED, seq UNINDEXED, prefix = '2 3'
 );
 """
-SCHEMA_VERSION = 1
-"""`PRAGMA user_version`: 0 before `messages_fts`, 1 with it."""
+SCHEMA_VERSION = 2
+"""`PRAGMA user_version`: 0 before `messages_fts`, 1 with it, 2 with `messages.withheld`."""
 SEARCH_ROLES = ("user", "assistant", "tool")
 MAX_INDEXED_CHARS = 100_000
 """Text indexed per message (a 5 MB tool result is not worth its index pages)."""
@@ -121,20 +129,7 @@ class Store:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 (version,) = self._db.execute("PRAGMA user_version").fetchone()  # another process?
-                if version < 1:
-                    self._db.execute(FTS_SCHEMA)  # executescript would commit the open transaction
-                    rows = self._db.execute("SELECT rowid, session_id, seq, message FROM messages")
-                    indexed = 0
-                    for rowid, session_id, seq, text in rows.fetchall():
-                        message = json.loads(text)
-                        if found := searchable_text(message):
-                            self._db.execute(
-                                "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
-                                " VALUES (?, ?, ?, ?, ?)",
-                                (rowid, found, message.get("role"), session_id, seq))
-                            indexed += 1
-                    if indexed:
-                        log.info("indexed %d stored messages for session_search", indexed)
+                migrate(self._db, version, fts_schema=FTS_SCHEMA, searchable_text=searchable_text)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -199,8 +194,10 @@ class Store:
             rows = self._db.execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
-    def append(self, session_id: str, message: dict[str, Any]) -> int:
-        """Commit one message; returns its sequence number."""
+    def append(self, session_id: str, message: dict[str, Any],
+               quoted: frozenset[str] = frozenset()) -> int:
+        """Commit one message; returns its sequence number. `quoted`: words of the session's
+        withheld results, kept out of this message's index text (an answer quoting them)."""
         text = json.dumps(message, ensure_ascii=False)
         now = time.time()
         with self._lock:
@@ -210,11 +207,13 @@ class Store:
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
                     (session_id,),
                 ).fetchone()
+                withheld = message.get(WITHHELD)
                 cursor = self._db.execute(
-                    "INSERT INTO messages (session_id, seq, created_at, message) VALUES (?, ?, ?, ?)",
-                    (session_id, seq, now, text),
+                    "INSERT INTO messages (session_id, seq, created_at, message, withheld)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (session_id, seq, now, text, str(withheld) if withheld else None),
                 )
-                if found := searchable_text(message):
+                if not withheld and (found := scrub(searchable_text(message), quoted)):
                     self._db.execute(
                         "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
                         " VALUES (?, ?, ?, ?, ?)",
@@ -234,9 +233,9 @@ class Store:
             return self.context(session_id)
         with self._lock:
             rows = self._db.execute(
-                "SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        return [json.loads(text) for (text,) in rows]
+                "SELECT message, withheld FROM messages WHERE session_id = ? ORDER BY seq",
+                (session_id,)).fetchall()
+        return [_loaded(text, withheld) for text, withheld in rows]
 
     def context(self, session_id: str) -> list[dict[str, Any]]:
         """The live context: the last snapshot plus the messages appended after it."""
@@ -296,8 +295,8 @@ class Store:
                     " SELECT ?, cwd, title, model, mode, ?, ?, meta FROM sessions WHERE id = ?",
                     (new_id, now, now, source_id))
                 self._db.execute(
-                    "INSERT INTO messages (session_id, seq, created_at, message)"
-                    " SELECT ?, seq, created_at, message FROM messages WHERE session_id = ?",
+                    "INSERT INTO messages (session_id, seq, created_at, message, withheld)"
+                    " SELECT ?, seq, created_at, message, withheld FROM messages WHERE session_id = ?",
                     (new_id, source_id))
                 self._db.execute(  # the copies are searchable too, under their own rowids
                     "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
@@ -347,9 +346,17 @@ class Store:
         """(seq, message) of the messages from `seq - window` to `seq + window`."""
         with self._lock:
             found = self._db.execute(
-                "SELECT seq, message FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?"
-                " ORDER BY seq", (session_id, seq - window, seq + window)).fetchall()
-        return [(n, json.loads(text)) for n, text in found]
+                "SELECT seq, message, withheld FROM messages WHERE session_id = ?"
+                " AND seq BETWEEN ? AND ? ORDER BY seq",
+                (session_id, seq - window, seq + window)).fetchall()
+        return [(n, _loaded(text, withheld)) for n, text, withheld in found]
+
+    def withheld_texts(self, session_id: str) -> list[str]:
+        """The stored contents of the session's withheld results (to find them quoted)."""
+        with self._lock:
+            rows = self._db.execute("SELECT message FROM messages WHERE session_id = ?"
+                                    " AND withheld IS NOT NULL", (session_id,)).fetchall()
+        return [str(json.loads(text).get("content") or "") for (text,) in rows]
 
     def last_seq(self, session_id: str) -> int:
         with self._lock:
@@ -365,6 +372,14 @@ class Hit:
     seq: int
     role: str
     snippet: str
+
+
+def _loaded(text: str, withheld: str | None) -> dict[str, Any]:
+    """A stored message, with its `withheld` mark (also one the column got later)."""
+    message: dict[str, Any] = json.loads(text)
+    if withheld and not message.get(WITHHELD):
+        message[WITHHELD] = withheld
+    return message
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from talaria.agent import withheld_calls as withheld
 from talaria.agent.events import (
     Emit,
     Notice,
@@ -98,6 +99,8 @@ def plan_call(session: Session, call: ToolCallRequest) -> PlannedCall:
     )
     if not paths and spec.default_path:
         paths = (session.cwd,)
+    if spec.call_paths is not None:  # what the call reads beyond its arguments (other projects)
+        paths += tuple(resolve(raw, session.cwd) for raw in spec.call_paths(args, session.tool_state))
     where = acting_where(session.workspace, spec.call_kind(args))
     return PlannedCall(call.id, call.name, args, spec, paths, where=where)
 
@@ -121,7 +124,7 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
                 if p.id not in results:
                     results[p.id] = await finish(p, {"error": CANCELLED, "cancelled": True}, emit)
             for p in planned:
-                session.append(results[p.id])
+                session.append(withheld.mark(session, p, results[p.id]))
             # After every result: OpenAI wants tool messages right after their calls, and
             # Anthropic merges this into the user turn that carries the tool_result blocks.
             for p in planned:
@@ -155,7 +158,7 @@ async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool 
     ctx = ToolContext(
         workspace=session.workspace, session_id=session.id, tool_call_id=p.id,
         state=session.tool_state, report=_reporter(p.id, emit),
-        call_tool=lambda name, args: call_nested(session, name, args), nested=nested,
+        call_tool=lambda name, args: call_nested(session, name, args, p.id), nested=nested,
     )
     # Looked up now, not when the turn was planned: the process may have ended since.
     running = p.spec.target(p.args, session.tool_state) if p.spec.target else None
@@ -211,11 +214,15 @@ def _previewer(
     return run
 
 
-async def call_nested(session: Session, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """A tool call made from inside another tool (execute_code): same cards, same checks."""
+async def call_nested(session: Session, name: str, args: dict[str, Any],
+                      parent: str | None = None) -> dict[str, Any]:
+    """A tool call made from inside another tool (execute_code, call `parent`): same cards,
+    same checks; a secret it reaches marks the outer call's stored result."""
     emit = session.door.emit
     call = ToolCallRequest(session.nested_call_id(), name, json.dumps(args))
     p = plan_call(session, call)
+    if parent is not None:
+        withheld.nested(session, parent, p)
     await emit(started_event(p))
     result: dict[str, Any] = {"error": CANCELLED, "cancelled": True}
     try:

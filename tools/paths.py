@@ -7,7 +7,8 @@ points at `/etc` or `~/.ssh` must be judged by where it lands, not where it sits
 Sensitive paths (the README lists them; `sensitive_paths` in config.toml adds globs):
 - secrets, whose *reading* asks: private keys, `.ssh/` and `.gnupg/` anywhere, `.env` and
   `.env*` (not templates such as `.env.example`), `.netrc`, `.pgpass`, `.git-credentials`,
-  `.npmrc` / `.pypirc` holding a token or password, `$TALARIA_HOME/credentials`, the cloud
+  `.npmrc` / `.pypirc` holding a token or password, `$TALARIA_HOME/credentials` and
+  `$TALARIA_HOME/sessions.db` (every project's transcripts), the cloud
   CLIs' stores in `$HOME` (`HOME_SECRETS`), and `.git/config` (remote URLs carry tokens);
 - repository internals, whose *writing* also asks: everything under `.git/` (hooks run code).
 """
@@ -17,9 +18,11 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from talaria.tools.registry import WEB_SCHEMES
 
@@ -39,6 +42,9 @@ TOKEN_FILES = frozenset({".npmrc", ".pypirc"})
 """Package-manager configs: secret when they hold a credential (`TOKEN_MARKERS`)."""
 TOKEN_MARKERS = (b"_auth", b"token", b"password")
 TOKEN_SNIFF_BYTES = 64 * 1024
+STORE_NAME = "sessions.db"
+"""The session store in $TALARIA_HOME (and its -wal / -shm files): every project's
+transcripts, the content of secret reads included."""
 MAX_HIDDEN_GLOB_MATCHES = 256
 """Paths one absolute `sensitive_paths` glob may add to the sandbox's hidden list."""
 
@@ -80,7 +86,10 @@ def inside_roots(path: Path, roots: tuple[Path, ...] | list[Path]) -> bool:
 
 
 def _within(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
+    # As strings: `base in path.parents` builds and compares a Path per ancestor, and one
+    # command's words are judged by the thousand (talaria.agent.withheld).
+    text, prefix = str(path), str(base)
+    return text == prefix or text.startswith(prefix.rstrip("/") + "/")
 
 
 def _holds_token(path: Path) -> bool:
@@ -148,17 +157,20 @@ class Sensitive:
             return True
         if name == "config" and path.parent.name == ".git":
             return True
-        if path == talaria / "credentials":
+        if path == talaria / "credentials" or path.parent == talaria and path.name.startswith(STORE_NAME):
             return True
         if any(_within(path, home / d) for d in HOME_SECRETS):
             return True
         return any(_glob_match(path, p) for p in self._patterns())
 
-    def _check(self, path: Path, *, internals: bool) -> bool:
+    def _homes(self) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+        return (self.home, self._talaria()), (_real(self.home), _real(self._talaria()))
+
+    def _check(self, path: Path, *, internals: bool, homes: Any = None) -> bool:
         try:
             lexical = Path(os.path.normpath(path))
             real = _real(lexical)
-            homes = (self.home, self._talaria()), (_real(self.home), _real(self._talaria()))
+            homes = homes or self._homes()
             for p, (home, talaria) in ((lexical, homes[0]), (real, homes[1])):
                 if self._secret(p, home, talaria):
                     return True
@@ -171,6 +183,12 @@ class Sensitive:
     def secret(self, path: Path) -> bool:
         """Reading `path` shows a secret (checked as written and at its symlink target)."""
         return self._check(path, internals=False)
+
+    def first_secret(self, paths: Iterable[Path]) -> Path | None:
+        """The first of `paths` that `secret` holds for (the homes resolved once: many paths
+        judged at once, e.g. every word of a command)."""
+        homes = self._homes()
+        return next((p for p in paths if self._check(p, internals=False, homes=homes)), None)
 
     def guarded(self, path: Path) -> bool:
         """Writing `path` asks: a secret, or repository internals (`.git/`)."""

@@ -73,6 +73,10 @@ class ToolSpec:
     title: Callable[[dict[str, Any]], str] | None = None
     """Short human title for a call, e.g. 'Read src/app.py'."""
     toolset: str = "core"
+    call_paths: Callable[[dict[str, Any], Any], tuple[str, ...]] | None = None
+    """Paths a call reads beyond its `path_args`, from its arguments and the session's
+    `ToolState` (session_search with scope="all": the store of every project's sessions).
+    They are judged like `path_args` paths (outside the roots asks); it must not raise."""
     preview: Callable[[dict[str, Any], Any], Awaitable[dict[str, Any] | None]] | None = None
     """What a call would change, without changing it: `{"path", "old_text", "new_text"}` (the
     `_diff` item of its result), or None when it cannot tell. Shown when permission is asked."""

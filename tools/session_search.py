@@ -1,6 +1,10 @@
 """`session_search` (Hermes-compatible): full-text search over past sessions, and scrolling
 inside one. The store belongs to the agent, so the runtime hands the search in as
-`ctx.state.recall` (agent/recall.py); a run without a store does not offer the tool."""
+`ctx.state.recall` (agent/recall.py); a run without a store does not offer the tool.
+
+Recall is a read: with scope="all" a call reads other projects' sessions, so its planned
+paths hold the store (`ctx.state.recall_reach`) and the permission policy judges it as a read
+outside the project (it asks, or is refused in dont_ask), whichever route the call takes."""
 
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ from talaria.tools.registry import tool
     },
     kind="search",
     parallel_safe=True,
-    title=lambda a: f"Search past sessions: {a.get('query')}" if a.get("query") else "Past sessions",
+    title=lambda a: _title(a),
+    call_paths=lambda args, state: state.recall_reach(args) if state.recall_reach else (),
 )
 async def session_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     recall = ctx.state.recall
@@ -45,3 +50,8 @@ async def session_search(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
         return await anyio.to_thread.run_sync(recall, args)
     except ValueError as exc:  # RecallError: what to pass instead
         return {"error": str(exc)}
+
+
+def _title(args: dict[str, Any]) -> str:
+    where = "past sessions of all projects" if args.get("scope") == "all" else "past sessions"
+    return f"Search {where}: {args['query']}" if args.get("query") else where.capitalize()

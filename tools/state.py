@@ -38,6 +38,9 @@ class ToolState:
     recall: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Answers `session_search` from the session store (blocking; set by the runtime when the
     session has a store). Raises ValueError for arguments it cannot answer."""
+    recall_reach: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    """What a `session_search` call reads beyond this project's sessions (the store, for
+    scope="all"): its planned paths, judged by the permission policy. Never raises."""
     skills: SkillsState | None = None
     """Skills of this session (store, what it has viewed, what it changed); None: no skills."""
     memory: MemoryState | None = None

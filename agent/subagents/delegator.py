@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from talaria.agent import events as ev
+from talaria.agent import withheld_calls as withheld
 from talaria.agent.config import Config
 from talaria.agent.session import Session
 from talaria.agent.subagents.door import ChildDoor
@@ -86,6 +87,7 @@ class Delegator:
             with anyio.CancelScope(shield=True):
                 for run in runs:
                     await run.end()
+        withheld.absorb(self.parent, request.tool_call_id, [r.session for r in runs if r.session])
         return {"results": [run.report() for run in runs],
                 "_subagents": [run.record() for run in runs]}
 
@@ -122,6 +124,9 @@ class Delegator:
         child.max_tokens, child.reasoning_effort = parent.max_tokens, parent.reasoning_effort
         child.context_window = parent.context_window
         child.tool_state.exec_settings = parent.tool_state.exec_settings
+        # Its past sessions are the parent's, searched under the same policy (same dispatch).
+        child.tool_state.recall = parent.tool_state.recall
+        child.tool_state.recall_reach = parent.tool_state.recall_reach
         if parent.checkpoints is not None:  # its edits belong to the parent's turn
             child.checkpoints = parent.checkpoints.nested()
         if child.tool("delegate_task") is not None:

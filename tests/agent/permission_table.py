@@ -51,11 +51,6 @@ TABLE: dict[str, dict[str, str]] = {
 NO_SANDBOX_TABLE = {**TABLE, "command": TABLE["unconfined"]}
 """On a machine with no sandbox tier a command nobody saw cannot be confined: auto asks."""
 
-ELSEWHERE = {("session_search", "scope", "all")}
-"""Variants judged by another change (reaching other projects' sessions: asks in default,
-accept_edits and auto, refused in plan and dont_ask unless approved; README's table), whose
-tests are that change's; the handler, not the kind, decides them."""
-
 FREE, BOX, DONE = "{free}", "{box}", "{done}"
 """Placeholders for the live processes' ids: unconfined, sandboxed, ended."""
 MCP = "mcp__demo__"
@@ -90,7 +85,9 @@ VARIANTS: dict[str, list[tuple[dict[str, Any], str]]] = {
     "todo": [({"todos": [{"id": "1", "content": "plan", "status": "pending"}]}, "read")],
     "session_search": [({"query": "anything"}, "read"),
                        *[({"query": "x", "sort": s, "scope": "project"}, "read")
-                         for s in ("newest", "oldest")]],
+                         for s in ("newest", "oldest")],
+                       # Other projects' sessions: the store is planned as a path outside.
+                       ({"query": "x", "scope": "all"}, "read_outside")],
     "delegate_task": [({"goal": "look around"}, "read")],
     # The call starts subagents; what they do is judged call by call (the subagent route).
     "clarify": [({"question": "Which one?"}, "read")],

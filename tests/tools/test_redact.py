@@ -113,9 +113,7 @@ def test_every_format_redacts(fmt: str) -> None:
 
 
 def _every_pattern(text: str) -> str:
-    for pattern, replacement in redact_module._PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return redact_module._RUN.sub(redact_module._random, redact_module._shapes(text))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -125,3 +123,46 @@ def _every_pattern(text: str) -> str:
     max_size=8).map("".join))
 def test_the_quick_check_never_skips_text_a_pattern_would_change(text: str) -> None:
     assert redact_text(text) == _every_pattern(text)
+
+
+def test_a_key_block_longer_than_the_bound_still_loses_its_body() -> None:
+    from talaria.tools.redact import MAX_PEM_CHARS
+
+    body = ("QUJD" * (MAX_PEM_CHARS // 4 + 100))
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nafter"
+    out = redact_text(text)
+    assert "QUJDQUJD" not in out and out.endswith("after")
+    hostile = "-----BEGIN PRIVATE KEY-----" * 3000  # many openings, no body: left as it is
+    assert redact_text(hostile) == hostile
+
+
+def test_placeholders_and_short_settings_are_not_secrets() -> None:
+    from talaria.tools.redact import PLACEHOLDER_CHARS, PLACEHOLDER_DIGITS
+
+    kept = ['OPENAI_API_KEY="x"', "OPENAI_API_KEY=sk-...", 'token: "…"', "CHARS_PER_TOKEN = 4",
+            f"pin_token={'1' * (PLACEHOLDER_DIGITS - 1)}", f'password="{"a" * (PLACEHOLDER_CHARS - 1)}"']
+    for text in kept:
+        assert redact_text(text) == text, text
+    for text in (f"pin_token={'1' * PLACEHOLDER_DIGITS}", f'password="{"a" * PLACEHOLDER_CHARS}"'):
+        assert MARK in redact_text(text), text
+
+
+def test_entropy_judges_runs_from_the_bound() -> None:
+    from talaria.tools.redact import ENTROPY_MIN_CHARS
+
+    run = "aZ3kQ9xW2mN7pL4vB8cR1tY6uH5jG0fD" * 3
+    assert MARK in redact_text(f"x {run[:ENTROPY_MIN_CHARS]} y")
+    assert redact_text(f"x {run[:ENTROPY_MIN_CHARS - 1]} y") == f"x {run[:ENTROPY_MIN_CHARS - 1]} y"
+    assert redact_text("sha512-" + run) == "sha512-" + run  # an integrity digest is public
+
+
+def test_quoted_words_are_the_telling_ones_and_bounded() -> None:
+    from talaria.tools.redact import MAX_QUOTED_WORDS, quoted_words, scrub
+
+    words = quoted_words(['{"content": "# SSH-CANARY-8c9d\\ndefault PRIVATE package.json '
+                          'hunter2-x b3BlbnNzaC1rZXktdjEAAAAA ab1"}'])
+    assert words == {"SSH-CANARY-8c9d", "hunter2-x", "b3BlbnNzaC1rZXktdjEAAAAA"}
+    said = {"text": "it ends with SSH-CANARY-8c9d; the default PRIVATE key", "n": 1}
+    assert scrub(said, words) == {"text": f"it ends with {MARK}; the default PRIVATE key", "n": 1}
+    many = quoted_words([" ".join(f"word{i}x" for i in range(MAX_QUOTED_WORDS + 50))])
+    assert len(many) == MAX_QUOTED_WORDS

@@ -6,20 +6,23 @@
     openai    one JSON line per trajectory: {"messages", "tools"}         (openai.py)
     atif      one ATIF document (pretty JSON), or one per line for many   (atif.py)
 
-Every format goes through `redact.redact` last, so no exporter can forget it.
+Every format goes through `redact.redact` last, so no exporter can forget it; before that,
+tool results marked `withheld` when stored (what a secret path held: `talaria.agent.withheld`)
+lose their content to a note, as in `session_search` (the raw transcript keeps it).
 
 May import the trajectory model and `talaria.tools` (redaction, the tool catalog).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from talaria.agent.trajectories.export.common import ToolCatalog
 from talaria.agent.trajectories.model import Trajectory
-from talaria.tools.redact import redact
+from talaria.tools.redact import WITHHELD, quoted_words, redact, scrub, withhold
 
 __all__ = ["FORMATS", "ExportError", "ToolCatalog", "export"]
 
@@ -47,7 +50,7 @@ def export(trajectories: Sequence[Trajectory], fmt: str, catalog: ToolCatalog) -
     failures: list[tuple[str, str]] = []
     for position, traj in enumerate(trajectories):
         try:
-            records.append(redact(convert(position, traj)))
+            records.append(redact(convert(position, _withheld(traj))))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = str(traj.extra.get("origin") or traj.session_id)
             failures.append((where, f"{type(exc).__name__}: {exc}"))
@@ -74,3 +77,23 @@ def _converter(fmt: str, catalog: ToolCatalog) -> Any:
     from talaria.agent.trajectories.export.atif import to_atif
 
     return lambda position, traj: to_atif(traj)
+
+
+def _withheld(traj: Trajectory) -> Trajectory:
+    """Withheld results lose their content, and the rest of the trajectory their telling words
+    (an answer quoting the key a tool read)."""
+    texts = [str(m.get("content") or "") for m in _with_subagents(traj.messages) if m.get(WITHHELD)]
+    if not texts:
+        return traj
+    quoted = quoted_words(texts)
+    messages = tuple(withhold(m) for m in scrub(list(traj.messages), quoted))
+    return dataclasses.replace(traj, messages=messages)
+
+
+def _with_subagents(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = list(messages)
+    for m in messages:
+        for run in m.get("subagents") or ():
+            if isinstance(run, dict):
+                out += _with_subagents(run.get("messages") or [])
+    return out
