@@ -10,7 +10,9 @@ requests run concurrently, each in its own task, and responses are matched to re
     await peer.serve()                                      # returns when the reader hits EOF
 
 A handler returns the `result` (any JSON value), or `Reply(result, then=...)` to run follow-up
-work right after the response is written.
+work right after the response is written. With `checks` (ACP: `params.ACP_CHECKS`), params are
+checked before a handler sees them (-32602 for a request, dropped for a notification) and the
+other side's answers before `request()` returns them.
 
 Exceptions:
 
@@ -43,8 +45,8 @@ from talaria.acp_server.lines import LineReader, LineTooLong
 from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
 from talaria.tools.errors import TalariaError
 
-__all__ = ["MODEL_ERROR", "ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout",
-           "RpcError", "error_reason"]
+__all__ = ["MODEL_ERROR", "Checks", "ConnectionClosed", "Peer", "PeerError", "Reply",
+           "RequestTimeout", "RpcError", "error_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,19 @@ class Reply:
     then: Callable[[], Awaitable[None]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """What a peer checks beyond JSON-RPC. Each returns the value to go on with, or raises
+    RpcError naming the wrong field: `params(method, params)` of incoming requests and
+    notifications, `result(method, result)` of the answers to our requests."""
+
+    params: Callable[[str, JsonObject], JsonObject]
+    result: Callable[[str, Any], Any]
+
+
+NO_CHECKS = Checks(params=lambda method, params: params, result=lambda method, result: result)
+
+
 class Peer:
     """One end of a newline-delimited JSON-RPC 2.0 connection."""
 
@@ -99,8 +114,10 @@ class Peer:
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
         eof_grace: float = EOF_GRACE_SECONDS,
+        checks: Checks = NO_CHECKS,
     ) -> None:
         self._reader, self._writer = reader, writer
+        self._checks = checks
         self._max_line_bytes, self._eof_grace = max_line_bytes, eof_grace
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
@@ -161,7 +178,9 @@ class Peer:
             raise ConnectionClosed(f"{method}: connection closed before the response")
         if "error" in box[0]:
             raise RpcError.from_json(box[0]["error"])
-        return box[0].get("result")
+        if "result" not in box[0]:
+            raise RpcError.malformed_answer("it has neither `result` nor `error`")
+        return self._checks.result(method, box[0]["result"])
 
     def _abandon(self, request_id: int) -> None:
         """Remember a request given up on: its answer may still come, and is no anomaly."""
@@ -225,7 +244,7 @@ class Peer:
             await self._send_error(None, RpcError.invalid_request("batches are not supported"))
         elif not isinstance(msg, dict):
             await self._send_error(None, RpcError.invalid_request("a message must be an object"))
-        elif "method" not in msg and ("result" in msg or "error" in msg):
+        elif "method" not in msg and ("result" in msg or "error" in msg or self._awaited(msg)):
             if suspect:  # an answer cannot be refused: its unencodable strings are mended
                 msg = wire.repaired(msg)
             self._on_response(msg)
@@ -237,6 +256,12 @@ class Peer:
         if size > CHECK_IN_THREAD_BYTES:  # pure Python: a thread lets the loop go on meanwhile
             return await anyio.to_thread.run_sync(wire.problem, params, "params")
         return wire.problem(params, "params")
+
+    def _awaited(self, msg: JsonObject) -> bool:
+        """Whether `msg` (no method, no result, no error) has the id of a request we wait on:
+        a malformed answer, which fails that request at once rather than at its timeout."""
+        msg_id = msg.get("id")
+        return isinstance(msg_id, int) and not isinstance(msg_id, bool) and msg_id in self._waiting
 
     def _on_response(self, msg: JsonObject) -> None:
         msg_id = msg.get("id")
@@ -257,7 +282,12 @@ class Peer:
     async def _on_call(
         self, msg: JsonObject, problem: str | None, tg: anyio.abc.TaskGroup
     ) -> None:
-        """A request or a notification; `problem` is what `wire.problem` found in its params."""
+        """A request or a notification; `problem` is what `wire.problem` found in its params.
+
+        A notification (JSON-RPC 2.0, section 4.1) is a well-formed request without `id`: the
+        right `jsonrpc` and a string `method`. It is never answered, even with bad params. A
+        line without `id` that is not one is an invalid request, answered with id null.
+        """
         msg_id, method, params = msg.get("id"), msg.get("method"), msg.get("params", {})
         error = None
         if not wire.valid_id(msg_id):
@@ -274,11 +304,17 @@ class Peer:
             error = RpcError.invalid_params("params must be an object")
         elif problem is not None:
             error = RpcError.invalid_params(problem)
-        if "id" not in msg and "method" in msg:  # a notification: never answered (JSON-RPC 2.0)
-            if error is None:  # then method is a string
+        else:
+            try:
+                params = self._checks.params(method, params or {})
+            except RpcError as exc:
+                error = exc
+        notification = "id" not in msg and isinstance(method, str) and msg.get("jsonrpc") == "2.0"
+        if notification:  # never answered (JSON-RPC 2.0), whatever is wrong with its params
+            if error is None:
                 self._on_notification(cast(str, method), params or {}, tg)
             else:
-                log.info("ignoring notification %.100r: %s", method, error.data)
+                log.warning("ignoring notification %.100r: %s", method, error.data)
         elif error is not None:
             await self._send_error(msg_id, error)
         else:

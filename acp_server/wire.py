@@ -16,15 +16,21 @@ encoded. So:
     RpcError                                  a JSON-RPC error object (codes: see `jsonrpc`)
 
 Error codes. No line ends the server: each gets one answer, or none when it is a notification
-(a `method` without an `id`, even a malformed one: JSON-RPC never answers those).
+(an object without `id` whose `jsonrpc` is "2.0" and whose `method` is a string, whatever its
+params) or a response (`result` or `error`, no `method`: answering one could ping-pong forever).
 
     -32700  Parse error          not JSON (also NaN, Infinity, invalid UTF-8, nesting the parser
                                  cannot hold); id null
-    -32600  Invalid request      not a request object; an id that is not a string, an int64 or
-                                 null (floats, 1e999, booleans) is answered with id null
+    -32600  Invalid request      not a request object (JSON-RPC 2.0, section 5: also a line
+                                 without `id` whose `method` is not a string or whose `jsonrpc`
+                                 is not "2.0": not a notification, so answered with id null;
+                                 a batch: ACP v1 has none, one -32600 answers it, id null); an
+                                 id that is not a string, an int64 or null (floats, 1e999,
+                                 booleans, objects, arrays) is answered with id null
     -32601  Method not found
-    -32602  Invalid params       `data` says which field; strings that cannot be encoded (lone
-                                 surrogates) and params nesting deeper than `wire.MAX_DEPTH`
+    -32602  Invalid params       `data` says which field; a field of the wrong type (the tables
+                                 of `params`), strings that cannot be encoded (lone surrogates)
+                                 and params nesting deeper than `wire.MAX_DEPTH`
     -32603  Internal error       a bug: a one-line `data` reason, never a traceback or a path
     -32800  Request cancelled    by `$/cancel_request`
     -32000  Authentication required   (ACP) no credentials, or the model refused the key
@@ -121,6 +127,11 @@ class RpcError(Exception):
     @classmethod
     def request_cancelled(cls) -> RpcError:
         return cls(-32800, "Request cancelled")
+
+    @classmethod
+    def malformed_answer(cls, reason: str) -> RpcError:
+        """The other side's answer to our request does not have the types its method's has."""
+        return cls(-32603, f"Malformed response: {reason}")
 
     @classmethod
     def from_json(cls, error: Any) -> RpcError:
