@@ -159,9 +159,9 @@ def fits(value: Any, spec: Spec) -> bool:
         return True
     if not type_of(value) & spec.types:
         return False
-    if isinstance(value, int) and not isinstance(value, bool) and spec.low is not None:
-        if not spec.low <= value <= (spec.high if spec.high is not None else value):
-            return False
+    if isinstance(value, int) and not isinstance(value, bool) and spec.low is not None \
+            and not spec.low <= value <= (spec.high if spec.high is not None else value):
+        return False
     if isinstance(value, list) and spec.items is not None and "any" not in spec.items:
         return all(type_of(item) & spec.items for item in value)
     return True
