@@ -147,3 +147,16 @@ def test_answers_are_taken_liberally_where_the_schema_allows() -> None:
     assert params.check_result("terminal/wait_for_exit", {"exitCode": -1, "signal": 9}) == {}
     assert params.check_result("terminal/output", {"output": "x", "exitStatus": {
         "exitCode": "1", "signal": None}}) == {"output": "x", "exitStatus": {"signal": None}}
+
+
+def test_capabilities_of_a_wrong_type_advertise_nothing(tmp_path: Path) -> None:
+    """The schema's `x-deserialize-default-on-error` booleans: "no" is not true."""
+    from talaria.acp_server.editor_workspace import EditorWorkspace
+    from talaria.tools.local.workspace import LocalWorkspace
+
+    odd = {"fs": {"readTextFile": "yes", "writeTextFile": 1}, "terminal": "no"}
+    ws = EditorWorkspace(None, "s", odd, LocalWorkspace(tmp_path))  # type: ignore[arg-type]
+    assert (ws.can_read, ws.can_write, ws.can_terminal) == (False, False, False)
+    real = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+    ws = EditorWorkspace(None, "s", real, LocalWorkspace(tmp_path))  # type: ignore[arg-type]
+    assert (ws.can_read, ws.can_write, ws.can_terminal) == (True, True, True)
