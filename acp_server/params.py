@@ -5,7 +5,7 @@ are tables here (`PARAMS`, `RESULTS`), written from the official ACP v1 schema
 (`tests/acp/test_params_shapes.py` holds them to it). The peer checks every incoming message
 against them (`ACP_CHECKS`) before a handler sees it:
 
-    a request with a wrong-typed field        -32602 "`sessionId` must be a string, not a list"
+    a request with a wrong-typed field        -32602 "`sessionId` must be a string, not an array"
     a notification with one                   dropped, one warning line (never answered)
     an answer to our request with one         RpcError (-32603, "Malformed response: ...")
                                               raised where the request was made
@@ -200,7 +200,7 @@ RESULTS: dict[str, dict[str, Field]] = {
 
 
 def described(value: Any) -> str:
-    """What a wrong value is, for messages: `not a list`, `not null`."""
+    """What a wrong value is, for messages ("... not an array", "... not null")."""
     if value is None:
         return "null"
     if isinstance(value, bool):
