@@ -42,7 +42,7 @@ import anyio.abc
 
 from talaria.acp_server import wire
 from talaria.acp_server.lines import LineReader, LineTooLong
-from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
+from talaria.acp_server.wire import MODEL_ERROR, NO_CHECKS, Checks, RpcError, error_reason
 from talaria.tools.errors import TalariaError
 
 __all__ = ["MODEL_ERROR", "Checks", "ConnectionClosed", "Peer", "PeerError", "Reply",
@@ -89,19 +89,6 @@ class Reply:
 
     result: Any
     then: Callable[[], Awaitable[None]] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Checks:
-    """What a peer checks beyond JSON-RPC. Each returns the value to go on with, or raises
-    RpcError naming the wrong field: `params(method, params)` of incoming requests and
-    notifications, `result(method, result)` of the answers to our requests."""
-
-    params: Callable[[str, JsonObject], JsonObject]
-    result: Callable[[str, Any], Any]
-
-
-NO_CHECKS = Checks(params=lambda method, params: params, result=lambda method, result: result)
 
 
 class Peer:
@@ -283,11 +270,8 @@ class Peer:
         self, msg: JsonObject, problem: str | None, tg: anyio.abc.TaskGroup
     ) -> None:
         """A request or a notification; `problem` is what `wire.problem` found in its params.
-
-        A notification (JSON-RPC 2.0, section 4.1) is a well-formed request without `id`: the
-        right `jsonrpc` and a string `method`. It is never answered, even with bad params. A
-        line without `id` that is not one is an invalid request, answered with id null.
-        """
+        A notification (JSON-RPC 2.0, 4.1: no `id`, `jsonrpc` "2.0", a string `method`) is never
+        answered, even with bad params; a line without `id` that is not one is an invalid request."""
         msg_id, method, params = msg.get("id"), msg.get("method"), msg.get("params", {})
         error = None
         if not wire.valid_id(msg_id):
@@ -371,7 +355,7 @@ class Peer:
         finally:
             if self._in_flight.get(msg_id) is scope:
                 del self._in_flight[msg_id]
-        data = _answer(msg_id, method, answer)
+        data = wire.answer_line(msg_id, method, answer)
         try:
             await self._write(data)
             if then is not None:
@@ -396,7 +380,7 @@ class Peer:
             await self.notify(CANCEL_REQUEST, {"requestId": request_id})
 
     async def _send_error(self, msg_id: Any, error: RpcError) -> None:
-        await self._write(_answer(msg_id, "", {"error": error.to_json()}))
+        await self._write(wire.answer_line(msg_id, "", {"error": error.to_json()}))
 
     async def _send(self, msg: JsonObject) -> None:
         await self._write(wire.encode(msg))
@@ -410,14 +394,3 @@ class Peer:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
                 self._writable = False
                 raise ConnectionClosed(f"cannot write: {exc!r}") from exc
-
-
-def _answer(msg_id: Any, method: str, answer: JsonObject) -> bytes:
-    """The response line; a result or error that JSON cannot carry becomes a -32603 saying so."""
-    try:
-        return wire.encode({"jsonrpc": "2.0", "id": msg_id, **answer})
-    except (ValueError, TypeError) as exc:
-        log.error("the answer to %s cannot be sent as JSON: %s", method or "a request", exc)
-        reason = f"the answer cannot be encoded as JSON: {wire.first_line(str(exc))}"
-        error = RpcError.internal(reason).to_json()
-        return wire.encode({"jsonrpc": "2.0", "id": msg_id, "error": error})

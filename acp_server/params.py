@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.acp_server import wire
-from talaria.acp_server.jsonrpc import Checks, RpcError
+from talaria.acp_server.wire import Checks, RpcError
 
 MAX_QUOTED_CHARS = 120
 """Longest client value quoted back in an error message (the whole of it goes in `data`)."""
