@@ -77,7 +77,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # this only says when to look. Two patterns, not one alternation: each starts with a literal
 # byte the regex engine scans for quickly (0.6 ms per MB of prose; one alternation: 4.7 ms).
 _SURROGATE_HINTS = (re.compile(rb"\\u[dD][89a-fA-F]"), re.compile(rb"\xed[\xa0-\xbf]"))
-log = logging.getLogger("talaria.acp_server.jsonrpc")  # what the peer writes: its log
+log = logging.getLogger(__name__)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
