@@ -41,9 +41,10 @@ class EditorWorkspace:
         self.local = local
         self.cwd = local.cwd
         self.roots = local.roots
-        self.can_read = bool(fs.get("readTextFile"))
-        self.can_write = bool(fs.get("writeTextFile"))
-        self.can_terminal = bool(capabilities.get("terminal"))
+        # `is True`: the schema's booleans; "terminal": "no" must not turn the terminal on.
+        self.can_read = fs.get("readTextFile") is True
+        self.can_write = fs.get("writeTextFile") is True
+        self.can_terminal = capabilities.get("terminal") is True
 
     async def read_text(self, path: Path) -> str:
         if not self.can_read:

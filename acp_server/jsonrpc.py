@@ -10,7 +10,9 @@ requests run concurrently, each in its own task, and responses are matched to re
     await peer.serve()                                      # returns when the reader hits EOF
 
 A handler returns the `result` (any JSON value), or `Reply(result, then=...)` to run follow-up
-work right after the response is written.
+work right after the response is written. With `checks` (ACP: `params.ACP_CHECKS`), params are
+checked before a handler sees them (-32602 for a request, dropped for a notification) and the
+other side's answers before `request()` returns them.
 
 Exceptions:
 
@@ -40,11 +42,11 @@ import anyio.abc
 
 from talaria.acp_server import wire
 from talaria.acp_server.lines import LineReader, LineTooLong
-from talaria.acp_server.wire import MODEL_ERROR, RpcError, error_reason
+from talaria.acp_server.wire import MODEL_ERROR, NO_CHECKS, Checks, RpcError, error_reason
 from talaria.tools.errors import TalariaError
 
-__all__ = ["MODEL_ERROR", "ConnectionClosed", "Peer", "PeerError", "Reply", "RequestTimeout",
-           "RpcError", "error_reason"]
+__all__ = ["MODEL_ERROR", "Checks", "ConnectionClosed", "Peer", "PeerError", "Reply",
+           "RequestTimeout", "RpcError", "error_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +101,10 @@ class Peer:
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
         eof_grace: float = EOF_GRACE_SECONDS,
+        checks: Checks = NO_CHECKS,
     ) -> None:
         self._reader, self._writer = reader, writer
+        self._checks = checks
         self._max_line_bytes, self._eof_grace = max_line_bytes, eof_grace
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
@@ -161,7 +165,9 @@ class Peer:
             raise ConnectionClosed(f"{method}: connection closed before the response")
         if "error" in box[0]:
             raise RpcError.from_json(box[0]["error"])
-        return box[0].get("result")
+        if "result" not in box[0]:
+            raise RpcError.malformed_answer("it has neither `result` nor `error`")
+        return self._checks.result(method, box[0]["result"])
 
     def _abandon(self, request_id: int) -> None:
         """Remember a request given up on: its answer may still come, and is no anomaly."""
@@ -225,7 +231,7 @@ class Peer:
             await self._send_error(None, RpcError.invalid_request("batches are not supported"))
         elif not isinstance(msg, dict):
             await self._send_error(None, RpcError.invalid_request("a message must be an object"))
-        elif "method" not in msg and ("result" in msg or "error" in msg):
+        elif "method" not in msg and ("result" in msg or "error" in msg or self._awaited(msg)):
             if suspect:  # an answer cannot be refused: its unencodable strings are mended
                 msg = wire.repaired(msg)
             self._on_response(msg)
@@ -237,6 +243,12 @@ class Peer:
         if size > CHECK_IN_THREAD_BYTES:  # pure Python: a thread lets the loop go on meanwhile
             return await anyio.to_thread.run_sync(wire.problem, params, "params")
         return wire.problem(params, "params")
+
+    def _awaited(self, msg: JsonObject) -> bool:
+        """Whether `msg` (no method, no result, no error) has the id of a request we wait on:
+        a malformed answer, which fails that request at once rather than at its timeout."""
+        msg_id = msg.get("id")
+        return isinstance(msg_id, int) and not isinstance(msg_id, bool) and msg_id in self._waiting
 
     def _on_response(self, msg: JsonObject) -> None:
         msg_id = msg.get("id")
@@ -257,7 +269,9 @@ class Peer:
     async def _on_call(
         self, msg: JsonObject, problem: str | None, tg: anyio.abc.TaskGroup
     ) -> None:
-        """A request or a notification; `problem` is what `wire.problem` found in its params."""
+        """A request or a notification; `problem` is what `wire.problem` found in its params.
+        A notification (JSON-RPC 2.0, 4.1: no `id`, `jsonrpc` "2.0", a string `method`) is never
+        answered, even with bad params; a line without `id` that is not one is an invalid request."""
         msg_id, method, params = msg.get("id"), msg.get("method"), msg.get("params", {})
         error = None
         if not wire.valid_id(msg_id):
@@ -274,11 +288,17 @@ class Peer:
             error = RpcError.invalid_params("params must be an object")
         elif problem is not None:
             error = RpcError.invalid_params(problem)
-        if "id" not in msg and "method" in msg:  # a notification: never answered (JSON-RPC 2.0)
-            if error is None:  # then method is a string
+        else:
+            try:
+                params = self._checks.params(method, params or {})
+            except RpcError as exc:
+                error = exc
+        notification = "id" not in msg and isinstance(method, str) and msg.get("jsonrpc") == "2.0"
+        if notification:  # never answered (JSON-RPC 2.0), whatever is wrong with its params
+            if error is None:
                 self._on_notification(cast(str, method), params or {}, tg)
             else:
-                log.info("ignoring notification %.100r: %s", method, error.data)
+                log.warning("ignoring notification %.100r: %s", method, error.data)
         elif error is not None:
             await self._send_error(msg_id, error)
         else:
@@ -335,7 +355,7 @@ class Peer:
         finally:
             if self._in_flight.get(msg_id) is scope:
                 del self._in_flight[msg_id]
-        data = _answer(msg_id, method, answer)
+        data = wire.answer_line(msg_id, method, answer)
         try:
             await self._write(data)
             if then is not None:
@@ -360,7 +380,7 @@ class Peer:
             await self.notify(CANCEL_REQUEST, {"requestId": request_id})
 
     async def _send_error(self, msg_id: Any, error: RpcError) -> None:
-        await self._write(_answer(msg_id, "", {"error": error.to_json()}))
+        await self._write(wire.answer_line(msg_id, "", {"error": error.to_json()}))
 
     async def _send(self, msg: JsonObject) -> None:
         await self._write(wire.encode(msg))
@@ -374,14 +394,3 @@ class Peer:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
                 self._writable = False
                 raise ConnectionClosed(f"cannot write: {exc!r}") from exc
-
-
-def _answer(msg_id: Any, method: str, answer: JsonObject) -> bytes:
-    """The response line; a result or error that JSON cannot carry becomes a -32603 saying so."""
-    try:
-        return wire.encode({"jsonrpc": "2.0", "id": msg_id, **answer})
-    except (ValueError, TypeError) as exc:
-        log.error("the answer to %s cannot be sent as JSON: %s", method or "a request", exc)
-        reason = f"the answer cannot be encoded as JSON: {wire.first_line(str(exc))}"
-        error = RpcError.internal(reason).to_json()
-        return wire.encode({"jsonrpc": "2.0", "id": msg_id, "error": error})

@@ -15,7 +15,7 @@ import anyio
 
 from talaria.acp_server import lifecycle
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
-from talaria.acp_server.params import cwd_param, mcp_servers_param, param, parse_cursor, quoted
+from talaria.acp_server.params import ACP_CHECKS, cwd_param, mcp_servers_param, param, quoted
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
@@ -208,11 +208,9 @@ class AcpServer:
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
         from talaria.acp_server import updates
+        from talaria.acp_server.params import parse_cursor
 
-        cwd = params.get("cwd")
-        cursor = params.get("cursor")
-        if cwd is not None and not isinstance(cwd, str) or cursor is not None and not isinstance(cursor, str):
-            raise RpcError.invalid_params("`cwd` and `cursor` must be strings")
+        cwd, cursor = params.get("cwd"), params.get("cursor")  # strings or None (ACP_CHECKS)
         before = parse_cursor(cursor) if cursor else None
         records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
@@ -361,7 +359,7 @@ class AcpServer:
 
 
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
-    peer = Peer(reader, writer)
+    peer = Peer(reader, writer, checks=ACP_CHECKS)
     server = AcpServer(peer, config, sandbox)
     try:
         async with anyio.create_task_group() as tg:

@@ -13,18 +13,27 @@ encoded. So:
     repaired(value)                           lone surrogates replaced by U+FFFD
     valid_id(value)                           null, an int64 or a valid string (the schema's RequestId)
     encode(message) -> bytes                  one line; raises ValueError/TypeError if impossible
+    answer_line(id, method, answer) -> bytes  a response line, or a -32603 one saying why not
+    Checks                                    what a peer checks beyond JSON-RPC (ACP's:
+                                              `params.ACP_CHECKS`)
     RpcError                                  a JSON-RPC error object (codes: see `jsonrpc`)
 
 Error codes. No line ends the server: each gets one answer, or none when it is a notification
-(a `method` without an `id`, even a malformed one: JSON-RPC never answers those).
+(an object without `id` whose `jsonrpc` is "2.0" and whose `method` is a string, whatever its
+params) or a response (`result` or `error`, no `method`: answering one could ping-pong forever).
 
     -32700  Parse error          not JSON (also NaN, Infinity, invalid UTF-8, nesting the parser
                                  cannot hold); id null
-    -32600  Invalid request      not a request object; an id that is not a string, an int64 or
-                                 null (floats, 1e999, booleans) is answered with id null
+    -32600  Invalid request      not a request object (JSON-RPC 2.0, section 5: also a line
+                                 without `id` whose `method` is not a string or whose `jsonrpc`
+                                 is not "2.0": not a notification, so answered with id null;
+                                 a batch: ACP v1 has none, one -32600 answers it, id null); an
+                                 id that is not a string, an int64 or null (floats, 1e999,
+                                 booleans, objects, arrays) is answered with id null
     -32601  Method not found
-    -32602  Invalid params       `data` says which field; strings that cannot be encoded (lone
-                                 surrogates) and params nesting deeper than `wire.MAX_DEPTH`
+    -32602  Invalid params       `data` says which field; a field of the wrong type (the tables
+                                 of `params`), strings that cannot be encoded (lone surrogates)
+                                 and params nesting deeper than `wire.MAX_DEPTH`
     -32603  Internal error       a bug: a one-line `data` reason, never a traceback or a path
     -32800  Request cancelled    by `$/cancel_request`
     -32000  Authentication required   (ACP) no credentials, or the model refused the key
@@ -41,9 +50,12 @@ from __future__ import annotations
 import array
 import itertools
 import json
+import logging
 import os
 import re
 import sysconfig
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +77,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # this only says when to look. Two patterns, not one alternation: each starts with a literal
 # byte the regex engine scans for quickly (0.6 ms per MB of prose; one alternation: 4.7 ms).
 _SURROGATE_HINTS = (re.compile(rb"\\u[dD][89a-fA-F]"), re.compile(rb"\xed[\xa0-\xbf]"))
+log = logging.getLogger(__name__)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BRACKET_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
@@ -123,6 +136,11 @@ class RpcError(Exception):
         return cls(-32800, "Request cancelled")
 
     @classmethod
+    def malformed_answer(cls, reason: str) -> RpcError:
+        """The other side's answer to our request does not have the types its method's has."""
+        return cls(-32603, f"Malformed response: {reason}")
+
+    @classmethod
     def from_json(cls, error: Any) -> RpcError:
         if not isinstance(error, dict) or not isinstance(error.get("code"), int):
             return cls(-32603, "Malformed error response", error)
@@ -133,6 +151,19 @@ class RpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """What a peer checks beyond JSON-RPC. Each returns the value to go on with, or raises
+    RpcError naming the wrong field: `params(method, params)` of incoming requests and
+    notifications, `result(method, result)` of the answers to our requests."""
+
+    params: Callable[[str, JsonObject], JsonObject]
+    result: Callable[[str, Any], Any]
+
+
+NO_CHECKS = Checks(params=lambda method, params: params, result=lambda method, result: result)
 
 
 def _no_constants(name: str) -> Any:
@@ -218,6 +249,17 @@ def encode(message: dict[str, Any]) -> bytes:
         raise ValueError("the message nests too deeply to encode") from None
     # "replace": a lone surrogate (say, from an undecodable file name) must not kill the reply.
     return (text + "\n").encode("utf-8", "replace")
+
+
+def answer_line(msg_id: Any, method: str, answer: JsonObject) -> bytes:
+    """The response line; a result or error that JSON cannot carry becomes a -32603 saying so."""
+    try:
+        return encode({"jsonrpc": "2.0", "id": msg_id, **answer})
+    except (ValueError, TypeError) as exc:
+        log.error("the answer to %s cannot be sent as JSON: %s", method or "a request", exc)
+        reason = f"the answer cannot be encoded as JSON: {first_line(str(exc))}"
+        error = RpcError.internal(reason).to_json()
+        return encode({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
 
 def first_line(text: str) -> str:

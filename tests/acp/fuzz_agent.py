@@ -8,15 +8,20 @@
 Every stdout line must be one UTF-8 JSON object valid against the official ACP v1 schema:
 responses by their method's response definition (or `Error`), the agent's own requests and
 notifications by theirs. The agent's requests to the client (a prompt may read a file through
-the editor) get a -32601, as a client that implements nothing would answer.
+the editor) get a -32601, as a client that implements nothing would answer, unless
+`agent.replies[method](request)` gives the line to answer with (bytes: sent as they are).
+
+    agent.log_problems()                      # ERROR lines and tracebacks in stderr and the log
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import re
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,8 @@ ACP_CODES = {-32000, -32002}
 TALARIA_CODES = {-32050}
 NULL = object()
 """Key of answers with `"id": null` (they are matched in order)."""
+LOG_PROBLEM = re.compile(r"^talaria: error: .*$|^\S+ \S+ ERROR .*$|^Traceback.*$", re.MULTILINE)
+"""An ERROR line (stderr's one-line form or the log file's) or a traceback."""
 
 
 class FuzzAgent:
@@ -42,6 +49,9 @@ class FuzzAgent:
         self._null_answers: collections.deque[dict[str, Any]] = collections.deque()
         self._methods: dict[Any, str] = {}
         self.stderr = bytearray()
+        self.replies: dict[str, Callable[[dict[str, Any]], bytes]] = {}
+        """Method -> the answer line to the agent's request of it (default: -32601)."""
+        self.log_file = tmp / "home" / "logs" / "talaria.log"
         self._start()
 
     def _start(self) -> None:
@@ -103,6 +113,13 @@ class FuzzAgent:
                 return self._null_answers.popleft()
             return self._answers.pop(_key(request_id))
 
+    def log_problems(self) -> list[str]:
+        """ERROR lines and tracebacks the agent wrote, to stderr and to its log file."""
+        text = bytes(self.stderr).decode(errors="replace")
+        if self.log_file.exists():
+            text += "\n" + self.log_file.read_text(errors="replace")
+        return LOG_PROBLEM.findall(text)
+
     def unclaimed(self) -> list[dict[str, Any]]:
         """Answers nobody waited for (e.g. to a notification), removed as they are returned."""
         with self._cond:
@@ -126,7 +143,9 @@ class FuzzAgent:
             if msg is None:
                 continue
             if "method" in msg:
-                if "id" in msg:  # the agent asks the client: answer as a client with nothing
+                if "id" in msg and (answer := self.replies.get(msg["method"])) is not None:
+                    self.send(answer(msg))
+                elif "id" in msg:  # the agent asks the client: answer as a client with nothing
                     reply = {"jsonrpc": "2.0", "id": msg["id"],
                              "error": {"code": -32601, "message": "Method not found"}}
                     self.send(json.dumps(reply).encode())

@@ -8,18 +8,24 @@ responses to requests never made. An independent oracle (JSON-RPC 2.0 + the ACP 
 what each line must get:
 
     not JSON (strictly: no NaN)      one -32700 with id null
-    JSON, not an object               one -32600 with id null
-    an object with `method`, no id   nothing: a notification is never answered
+    JSON, not an object (a batch)     one -32600 with id null (ACP v1 has no batches)
+    a notification: no id, jsonrpc   nothing: a notification is never answered, whatever
+      "2.0", a string `method`          its params
+    no id, but not a notification     one -32600 with id null (JSON-RPC 2.0, section 7:
+      (method not a string, jsonrpc     `{"jsonrpc":"2.0","method":1,"params":"bar"}`)
+      not "2.0")
     no `method`, result or error      nothing: an answer to nothing
     anything else                     one answer: id null (-32600) if the id is not a string,
                                       an int64 or null; else with that id
 
 Counted and reported: cases, crashes (the server died; it is restarted), hangs (no answer
-within HANG_S), wrong codes (outside JSON-RPC/ACP/Talaria's, -32603 which is a bug, or not the
-one the oracle requires), answered notifications, schema problems. All must be 0.
+within HANG_S), wrong codes (outside JSON-RPC/ACP/Talaria's, -32603 which is a bug, not the one
+the oracle requires, or an error carrying a traceback), answered notifications, errors logged
+(an ERROR line or a traceback in stderr or the log file), schema problems. All must be 0.
 
     TALARIA_FUZZ_CASES=20000 pytest tests/acp/test_fuzz.py     # more on demand
-    pytest -m slow tests/acp/test_fuzz.py                        # the big run
+    TALARIA_FUZZ_SEED=7 pytest tests/acp/test_fuzz.py           # another seed
+    pytest -m deep tests/acp/test_fuzz.py                        # the big run, every seed
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ from talaria.acp_server.wire import MAX_PARSE_DEPTH
 from tests.acp.fuzz_agent import ACP_CODES, JSON_RPC_CODES, NULL, TALARIA_CODES, FuzzAgent
 from tests.acpschema import methods, schema
 
-SEED = 20261130
+SEEDS = (20261130, 20261201)
+"""Issue 9's seed, and issue 23's (a new one: testers retry with seeds of their own)."""
+SEED = int(os.environ.get("TALARIA_FUZZ_SEED", SEEDS[-1]))
 CI_CASES = int(os.environ.get("TALARIA_FUZZ_CASES", "3000"))
 SLOW_CASES = int(os.environ.get("TALARIA_FUZZ_SLOW_CASES", "30000"))
 HANG_S = 10.0
@@ -186,6 +194,31 @@ KNOWN = [  # the lines of issue 9 and their variants, run before the generated o
     b'"mcpServers":[]}}',
     b'{"jsonrpc":"2.0","id":6,"result":{}}',
     b"\xff\xfe",
+    # Issue 23: a notification with a wrong-typed field, lines without id that are no
+    # notification, JSON-RPC 2.0's own examples (section 7), ids that are objects or arrays.
+    b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":[1]}}',
+    b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":{}}}',
+    b'{"jsonrpc":"2.0","method":{}}',
+    b'{"jsonrpc":"2.0","method":5}',
+    b'{"jsonrpc":"2.0","method":1,"params":"bar"}',
+    b'{"jsonrpc":"1.0","method":"session/cancel","params":{}}',
+    b'{"method":"session/cancel","params":{}}',
+    b'{"jsonrpc":"2.0","method":"foobar, "params": "bar", "baz]',
+    b'[{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"},{"jsonrpc":"2.0","method"]',
+    b"[]",
+    b"[1]",
+    b"[1,2,3]",
+    b'[{"jsonrpc":"2.0","method":"session/list","params":{},"id":"b"}]',
+    b'{"jsonrpc":"2.0","method":"foobar","id":"1"}',
+    b'{"jsonrpc":"2.0","method":"session/list","params":[42,23],"id":2}',
+    b'{"jsonrpc":"2.0","id":{},"method":"session/list"}',
+    b'{"jsonrpc":"2.0","id":[1],"method":"session/list"}',
+    b'{"jsonrpc":"2.0","id":false,"method":"session/list"}',
+    b'{"jsonrpc":"2.0","id":7}',
+    b'{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"x"}}',
+    b'{"jsonrpc":"2.0","id":8,"method":"session/set_mode","params":{"sessionId":[1],'
+    b'"modeId":{}}}',
+    b'{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1e400}}',
 ]
 
 
@@ -235,7 +268,9 @@ def expect(line: bytes) -> Expected:
     if not isinstance(msg, dict):
         return Expected(True, None, -32600)
     if "method" in msg and "id" not in msg:
-        return Expected(False)  # a notification
+        if msg.get("jsonrpc") == "2.0" and isinstance(msg["method"], str):
+            return Expected(False)  # a notification
+        return Expected(True, None, -32600)  # no notification: an invalid request
     if "method" not in msg and ("result" in msg or "error" in msg):
         return Expected(False)  # an answer to nothing
     if not valid_id(msg.get("id")):
@@ -255,6 +290,8 @@ class Tally:
     hangs: int = 0
     wrong_codes: int = 0
     answered_notifications: int = 0
+    errors_logged: int = 0
+    logged: int = 0  # ERROR lines and tracebacks seen so far
     examples: list[str] = field(default_factory=list)
 
     def bad(self, what: str, case: Case, detail: Any) -> None:
@@ -276,7 +313,8 @@ def run_case(agent: FuzzAgent, case: Case, tally: Tally) -> None:
             code = answer.get("error", {}).get("code") if "error" in answer else None
             allowed = JSON_RPC_CODES | ACP_CODES | TALARIA_CODES
             if code is not None and (code not in allowed or code == -32603
-                                     or expected.code not in (None, code)):
+                                     or expected.code not in (None, code)
+                                     or "Traceback" in json.dumps(answer)):
                 tally.wrong_codes += 1
                 tally.bad("wrong code", case, answer["error"])
             elif expected.code is not None and code is None:
@@ -288,6 +326,10 @@ def run_case(agent: FuzzAgent, case: Case, tally: Tally) -> None:
     if stray := [a for a in agent.unclaimed() if a.get("id") != "deep"]:
         tally.answered_notifications += len(stray)
         tally.bad("answered a notification or answered twice", case, stray)
+    if len(logged := agent.log_problems()) > tally.logged:
+        tally.errors_logged += 1
+        tally.bad("logged an error", case, logged[tally.logged:][:3])
+        tally.logged = len(logged)
     if not agent.alive():
         tally.crashes += 1
         tally.bad("crash", case, bytes(agent.stderr[-500:]).decode(errors="replace"))
@@ -301,7 +343,8 @@ def setup(agent: FuzzAgent) -> tuple[str, str]:
     return new["result"]["sessionId"], str(agent.project)
 
 
-def fuzz(tmp_path: Path, llm: Any, examples: int, capsys: pytest.CaptureFixture[str]) -> None:
+def fuzz(tmp_path: Path, llm: Any, examples: int, capsys: pytest.CaptureFixture[str],
+         fuzz_seed: int = SEED) -> None:
     llm.default_turn = {"text": "ok"}
     agent = FuzzAgent(tmp_path, llm)
     tally = Tally()
@@ -310,7 +353,7 @@ def fuzz(tmp_path: Path, llm: Any, examples: int, capsys: pytest.CaptureFixture[
         for line in KNOWN:
             run_case(agent, Case(line), tally)
 
-        @seed(SEED)
+        @seed(fuzz_seed)
         @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                   suppress_health_check=list(HealthCheck))
         @given(case=cases(agent_ids))
@@ -323,7 +366,8 @@ def fuzz(tmp_path: Path, llm: Any, examples: int, capsys: pytest.CaptureFixture[
     report = {"fuzz_cases": tally.cases, "answered": tally.answered, "crashes": tally.crashes,
               "hangs": tally.hangs, "wrong_codes": tally.wrong_codes,
               "answered_notifications": tally.answered_notifications,
-              "schema_problems": len(agent.problems), "seed": SEED}
+              "errors_logged": tally.errors_logged, "schema_problems": len(agent.problems),
+              "seed": fuzz_seed}
     with capsys.disabled():
         print("\n" + json.dumps(report))
     problems = tally.examples + agent.problems[:20]
@@ -336,5 +380,7 @@ def test_protocol_fuzz(tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixt
 
 
 @pytest.mark.deep
-def test_protocol_fuzz_big_run(tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    fuzz(tmp_path, fake_llm, SLOW_CASES, capsys)
+@pytest.mark.parametrize("fuzz_seed", SEEDS)
+def test_protocol_fuzz_big_run(tmp_path: Path, fake_llm: Any, capsys: pytest.CaptureFixture[str],
+                               fuzz_seed: int) -> None:
+    fuzz(tmp_path, fake_llm, SLOW_CASES, capsys, fuzz_seed)

@@ -129,20 +129,45 @@ async def test_a_valid_surrogate_pair_and_moderate_nesting_are_fine() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        b'{"method":"session/cancel","params":5}',
-        b'{"method":"session/cancel"}',
-        b'{"jsonrpc":"1.0","method":"echo","params":{}}',
-        b'{"jsonrpc":"2.0","method":5}',
-        b'{"jsonrpc":"2.0","method":null,"params":[]}',
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":5}',
+        b'{"jsonrpc":"2.0","method":"session/cancel"}',
         b'{"jsonrpc":"2.0","method":"echo","params":"x"}',
+        b'{"jsonrpc":"2.0","method":"echo","params":[1,2,3,4,5]}',
         b'{"jsonrpc":"2.0","method":"echo","params":{"s":"\\ud800"}}',
         b'{"jsonrpc":"2.0","method":"no/such/notification","params":{}}',
         b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1e999}}',
         b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":[1]}}',
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":null}',
     ],
 )
 async def test_notifications_are_never_answered(line: bytes) -> None:
+    """Well-formed (JSON-RPC 2.0, section 4.1): no id, jsonrpc "2.0", a string method."""
     assert await answers(line) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","method":1,"params":"bar"}',  # JSON-RPC 2.0's own example (section 7)
+        b'{"jsonrpc":"2.0","method":5}',
+        b'{"jsonrpc":"2.0","method":{}}',
+        b'{"jsonrpc":"2.0","method":null,"params":[]}',
+        b'{"jsonrpc":"2.0","method":["session/cancel"]}',
+        b'{"jsonrpc":"2.0","method":true}',
+        b'{"method":"session/cancel","params":5}',
+        b'{"method":"session/cancel"}',
+        b'{"jsonrpc":"1.0","method":"echo","params":{}}',
+        b'{"jsonrpc":2.0,"method":"echo","params":{}}',
+        b'{"jsonrpc":null,"method":"echo"}',
+        b'{"jsonrpc":"2.0"}',
+        b'{"foo":"boo"}',
+        b'{}',
+    ],
+)
+async def test_a_line_without_id_that_is_no_notification_is_an_invalid_request(line: bytes) -> None:
+    [answer] = await answers(line)
+    assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+    assert "Traceback" not in json.dumps(answer)
 
 
 @pytest.mark.parametrize(

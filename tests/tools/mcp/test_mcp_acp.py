@@ -90,7 +90,7 @@ def test_a_server_that_crashes_gives_one_notice(tmp_path: Path, fake_llm) -> Non
 def test_bad_mcp_servers_are_invalid_params(tmp_path: Path, fake_llm) -> None:
     with Editor(tmp_path, fake_llm) as ed:
         ed.initialize()
-        for bad, said in (([{"name": "x"}], "give `command`"), ("all", "must be a list"),
+        for bad, said in (([{"name": "x"}], "give `command`"), ("all", "must be an array"),
                           ([{"name": "x", "command": "c", "env": {"A": 1}}], "string value")):
             rid = ed.send_raw({"jsonrpc": "2.0", "id": f"bad-{said}", "method": "session/new",
                                "params": {"cwd": str(ed.project), "mcpServers": bad}})
