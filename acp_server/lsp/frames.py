@@ -34,7 +34,7 @@ from typing import IO, Any
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 """Largest body read (as `talaria acp`'s line bound): a whole file in a `didOpen` fits."""
-MAX_SKIP_BYTES = 4 * 1024 * 1024 * 1024
+MAX_SKIP_BYTES = 1024 * 1024 * 1024
 """Largest declared length skipped to find the next frame; over it, the stream is given up."""
 MAX_HEADER_LINE_BYTES = 8 * 1024
 """Longest header line (LSP sends `Content-Length: N` and maybe a Content-Type)."""
@@ -50,7 +50,8 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 FORMAT = "send `Content-Length: N\\r\\n\\r\\n` and then N bytes of JSON"
 
 _NAME = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_LENGTH = re.compile(rb"[0-9]{1,19}")
+_DIGITS = re.compile(rb"[0-9]+")
+_MAX_DIGITS = 19
 _RESYNC = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _WS = re.compile(r"[ \t\n\r]*")
 
@@ -168,8 +169,10 @@ class FrameReader:
                 if len(lengths) > 1:
                     raise _BadHeader("two different Content-Length values")
                 digits = lengths.pop()
-                if not _LENGTH.fullmatch(digits):
+                if not _DIGITS.fullmatch(digits):
                     raise _BadHeader(f"Content-Length {_shown(digits)} is not a byte count")
+                if len(digits) > _MAX_DIGITS:  # no int of 8 KiB of digits: no such stream
+                    raise self._lost(f"a length of {len(digits)} digits")
                 return int(digits)
             count += 1
             if count > MAX_HEADERS:
@@ -214,9 +217,7 @@ class FrameReader:
     def _skip(self, length: int) -> None:
         """Read past a body over `max_frame`, answering what it was."""
         if length > self.max_skip:
-            raise FramingLost(f"a frame declares {length} bytes, more than the {self.max_skip} "
-                              "skipped to find the next one: the input is not LSP frames; "
-                              f"{FORMAT} (at most {self.max_frame} bytes)")
+            raise self._lost(f"{length} bytes")
         while len(self._buf) < min(length, PEEK_BYTES) and self._fill():
             pass
         keys = top_level_keys(bytes(self._buf[:min(length, PEEK_BYTES)]))
@@ -227,7 +228,7 @@ class FrameReader:
             taken = min(left, len(self._buf))
             del self._buf[:taken]
             left -= taken
-        why = f"a message of {length} bytes is over talaria lsp's limit of {self.max_frame}"
+        why = f"a message of {length} bytes (talaria lsp reads at most {self.max_frame})"
         if "method" in keys and valid_id(keys.get("id", None)) and "id" in keys:
             self._reply(keys["id"], INVALID_REQUEST, f"{why}: send less at once")
         else:
@@ -236,11 +237,22 @@ class FrameReader:
             self._out.send({"jsonrpc": "2.0", "method": "window/showMessage", "params": {
                 "type": 1, "message": f"Talaria: skipped {why}{what[:200]}"}})
 
+    def _lost(self, declared: str) -> FramingLost:
+        return FramingLost(f"a frame declares {declared}, more than the {self.max_skip} bytes "
+                           "skipped to find the next frame: the input is not LSP frames; "
+                           f"{FORMAT} (at most {self.max_frame} bytes)")
+
     def _parse(self, body: bytes) -> dict[str, Any] | None:
         """The message `body` holds, or None after answering why it is not one."""
         try:
             message = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:  # deeper than the parser goes: its id may still be readable
+            keys = top_level_keys(body[:PEEK_BYTES])
+            msg_id = keys.get("id")
+            self._reply(msg_id if "method" in keys and valid_id(msg_id) else None,
+                        INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels")
+            return None
+        except ValueError as exc:
             self._reply(None, PARSE_ERROR, f"the body is not JSON ({str(exc)[:200]}): {FORMAT}")
             return None
         if not isinstance(message, dict):
@@ -298,7 +310,8 @@ def too_deep(value: Any, limit: int) -> bool:
 def top_level_keys(prefix: bytes) -> dict[str, Any]:
     """The top-level keys and values a JSON object's first bytes hold, up to the first value
     they cut (a body too large to read: is it a request, and with which id?)."""
-    text, decoder, found = prefix.decode("utf-8", "replace"), json.JSONDecoder(), {}
+    text, decoder = prefix.decode("utf-8", "replace"), json.JSONDecoder()
+    found: dict[str, Any] = {}
     at = _WS.match(text).end()  # type: ignore[union-attr]
     if text[at:at + 1] != "{":
         return found

@@ -139,6 +139,7 @@ class TalariaProtocol(LanguageServerProtocol):
             # Already answered with the capabilities (main.py reads only `capabilities`):
             # set up from what can be typed, not from nothing.
             log.warning("initialize params pygls cannot type (%s): using capabilities only", reason)
+            caps: Any
             for caps in (message["params"].get("capabilities"), {}):
                 try:
                     return LanguageServerProtocol.structure_message(self, {
