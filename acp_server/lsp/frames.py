@@ -157,10 +157,22 @@ class FrameReader:
 
     def _headers(self) -> int | None:
         """The Content-Length of the next header block (None at end of input)."""
+        block = bytearray()
+        try:
+            return self._header_block(block)
+        except _BadHeader as exc:
+            if not exc.in_line and (glued := _glued(block)) >= 0:
+                # A header that began mid-line (after garbage with no line end of its own):
+                # the frame it starts is read again from there.
+                self._buf[:0] = block[glued:]
+            raise
+
+    def _header_block(self, block: bytearray) -> int | None:
         lengths: set[bytes] = set()
         count = 0
         while (line := self._line()) is not None:
             if not line.strip():
+                block += self._buf[:self._line_end]
                 self._consume_line()
                 if not count:
                     continue  # blank lines between frames: read past them
@@ -182,6 +194,7 @@ class FrameReader:
                 # Not consumed: the next frame's header may be glued to the end of this line
                 # (the rest of a body longer than its Content-Length said).
                 raise _BadHeader(f"{_shown(line)} is not a `Name: value` header line", in_line=True)
+            block += self._buf[:self._line_end]
             self._consume_line()
             if name.lower() == b"content-length":
                 lengths.add(value.strip())
@@ -330,6 +343,14 @@ def top_level_keys(prefix: bytes) -> dict[str, Any]:
             at += 1
     except (ValueError, RecursionError):
         return found
+
+
+def _glued(block: bytearray) -> int:
+    """Where in `block` (header lines read) a `Content-Length:` starts mid-line, or -1."""
+    for found in _RESYNC.finditer(block):
+        if found.start() > 0 and block[found.start() - 1] not in b"\n":
+            return found.start()
+    return -1
 
 
 def _shown(data: bytes) -> str:
