@@ -202,16 +202,20 @@ class FrameReader:
 
     def _line(self) -> bytes | None:
         """The next line (left in the buffer), without its line end; None at end of input.
-        Raises _BadHeader (in_line) for a line over MAX_HEADER_LINE_BYTES."""
-        while (newline := self._buf.find(b"\n", 0, MAX_HEADER_LINE_BYTES + 1)) < 0:
-            if len(self._buf) > MAX_HEADER_LINE_BYTES:
+        Raises _BadHeader (in_line) for a line over MAX_HEADER_LINE_BYTES (its end not counted)."""
+        window = MAX_HEADER_LINE_BYTES + 2  # room for the line's own \r\n
+        while (newline := self._buf.find(b"\n", 0, window)) < 0:
+            if len(self._buf) >= window:
                 raise _BadHeader(f"a header line over {MAX_HEADER_LINE_BYTES} bytes", in_line=True)
             if not self._fill():
                 self._buf.clear()  # the input ended inside a line: nothing more will come
                 return None
         self._line_end = newline + 1
         line = bytes(self._buf[:newline])
-        return line[:-1] if line.endswith(b"\r") else line
+        line = line[:-1] if line.endswith(b"\r") else line
+        if len(line) > MAX_HEADER_LINE_BYTES:
+            raise _BadHeader(f"a header line over {MAX_HEADER_LINE_BYTES} bytes", in_line=True)
+        return line
 
     def _consume_line(self) -> None:
         del self._buf[:self._line_end]

@@ -80,21 +80,15 @@ class Case:
     """Meaningful only after initialize (a command's arguments)."""
 
 
-def cases(project: Path) -> list[Case]:
-    """Every case; `project` holds `a.py`, a directory, a FIFO (made here)."""
-    (project / "a.py").write_text("x = 1\ny = 2\n")
-    (project / "dir").mkdir(exist_ok=True)
-    fifo = project / "fifo"
-    if not fifo.exists():
-        os.mkfifo(fifo)
-    a = f"file://{project}/a.py"
-    big = b'{"jsonrpc":"2.0","id":5,"method":"x","params":{"a":"'
-    big += b"x" * (MAX_FRAME_BYTES + 1 - len(big) - 3) + b'"}}'
+def frame_cases(*, big: bool = True) -> list[Case]:
+    """Frames (headers, lengths, bodies, shapes); `big`: with a body over MAX_FRAME_BYTES."""
+    big_body = b'{"jsonrpc":"2.0","id":5,"method":"x","params":{"a":"'
+    big_body += b"x" * (MAX_FRAME_BYTES + 1 - len(big_body) - 3) + b'"}}' if big else b""
     frames = [
         Case("length 100000000000", b"Content-Length: 100000000000\r\n\r\n{}", exits=True),
         Case("length 2 GiB", b"Content-Length: 2147483648\r\n\r\n{}", exits=True),
         Case("length of 23 digits", b"Content-Length: 99999999999999999999999\r\n\r\n{}", exits=True),
-        Case("body over MAX_FRAME_BYTES", frame(big), code=-32600),
+        *([Case("body over MAX_FRAME_BYTES", frame(big_body), code=-32600)] if big else []),
         Case("length -5", b"Content-Length: -5\r\n\r\n{}"),
         Case("length abc", b"Content-Length: abc\r\n\r\n{}"),
         Case("length empty", b"Content-Length: \r\n\r\n{}"),
@@ -140,6 +134,17 @@ def cases(project: Path) -> list[Case]:
         Case("codeAction with params null", frame({**request(5, "textDocument/codeAction"),
                                                           "params": None}), code=-32602, later_only=True),
     ]
+    return frames
+
+
+def command_cases(project: Path) -> list[Case]:
+    """`talaria.*` commands with bad arguments; `project` gets `a.py`, a directory, a FIFO."""
+    (project / "a.py").write_text("x = 1\ny = 2\n")
+    (project / "dir").mkdir(exist_ok=True)
+    fifo = project / "fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    a = f"file://{project}/a.py"
     ask = [
         ("params null", frame({**request(5, "workspace/executeCommand"), "params": None})),
         ("params a list", frame(request(5, "workspace/executeCommand", ["talaria.ask"]))),
@@ -170,8 +175,12 @@ def cases(project: Path) -> list[Case]:
         ("explain without a target", command("talaria.explain", "why")),
         ("unknown command", command("talaria.nope")),
     ]
-    return frames + [Case(f"talaria.ask {n}" if not n.startswith(("fix", "explain", "unknown"))
-                          else n, d, code=-32602, later_only=True) for n, d in ask]
+    return [Case(f"talaria.ask {n}" if not n.startswith(("fix", "explain", "unknown")) else n,
+                 d, code=-32602, later_only=True) for n, d in ask]
+
+
+def cases(project: Path) -> list[Case]:
+    return frame_cases() + command_cases(project)
 
 
 INITIALIZE = request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})
