@@ -63,7 +63,7 @@ def main() -> int:
             if server is not None and server.agent is not None:
                 server.agent.close()
     gc.freeze()  # as in `talaria acp`: no teardown of the SDKs' objects while the editor waits
-    return 0
+    return server.protocol.exit_status if server is not None else 0
 
 
 def _load_pygls() -> None:

@@ -56,6 +56,9 @@ class TalariaProtocol(LanguageServerProtocol):
     """`main.py` answered that `initialize` with an error: pygls does not see it."""
     initialized = False
     """An `initialize` request was taken (LSP's lifecycle starts there)."""
+    exit_status = 0
+    """`talaria lsp`'s status: 1 after an `exit` without `shutdown` (LSP's rule; pygls' own
+    sys.exit(1) is swallowed by its start_io)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         return data  # typed in handle_message, once, at the top level (see the docstring)
@@ -93,6 +96,7 @@ class TalariaProtocol(LanguageServerProtocol):
     def _notification_ok(self, message: dict[str, Any], method: Any) -> bool:
         """Whether a notification is handled: a wrong one is dropped, never answered."""
         if method == types.EXIT and message.get("jsonrpc") == "2.0":
+            self.exit_status = 0 if self._shutdown else 1
             return True
         if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
             log.warning("dropped a notification that is not one: %.200r", message)

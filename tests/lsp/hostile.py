@@ -78,6 +78,8 @@ class Case:
     """The server must exit non-zero with one stderr line (no stream that long is sent)."""
     later_only: bool = False
     """Meaningful only after initialize (a command's arguments)."""
+    says: str = ""
+    """What the error message must name (the argument that is wrong)."""
 
 
 def frame_cases(*, big: bool = True) -> list[Case]:
@@ -145,38 +147,50 @@ def command_cases(project: Path) -> list[Case]:
     if not fifo.exists():
         os.mkfifo(fifo)
     a = f"file://{project}/a.py"
-    ask = [
-        ("params null", frame({**request(5, "workspace/executeCommand"), "params": None})),
-        ("params a list", frame(request(5, "workspace/executeCommand", ["talaria.ask"]))),
-        ("arguments an object", frame(request(5, "workspace/executeCommand",
-                                              {"command": "talaria.ask", "arguments": {"a": 1}}))),
-        ("arguments a string", frame(request(5, "workspace/executeCommand",
-                                             {"command": "talaria.ask", "arguments": "why"}))),
-        ("range a string", command("talaria.ask", "why", target(a, "0:0-1:0"))),
+    ask = [  # (name, data, what the error must name)
+        ("params null", frame({**request(5, "workspace/executeCommand"), "params": None}),
+         "executeCommand needs params"),
+        ("params a list", frame(request(5, "workspace/executeCommand", ["talaria.ask"])),
+         "takes `params` as an object"),
+        ("arguments an object", frame(request(5, "workspace/executeCommand", {
+            "command": "talaria.ask", "arguments": {"a": 1}})), "`arguments` must be a list"),
+        ("arguments a string", frame(request(5, "workspace/executeCommand", {
+            "command": "talaria.ask", "arguments": "why"})), "`arguments` must be a list"),
+        ("range a string", command("talaria.ask", "why", target(a, "0:0-1:0")), "`range` must be"),
         ("range huge", command("talaria.ask", "why", target(a, {
-            "start": {"line": 0, "character": 0}, "end": {"line": 10**30, "character": 0}}))),
+            "start": {"line": 0, "character": 0}, "end": {"line": 10**30, "character": 0}})),
+         "`range.end.line`"),
         ("range reversed", command("talaria.ask", "why", target(a, {
-            "start": {"line": 1, "character": 0}, "end": {"line": 0, "character": 0}}))),
+            "start": {"line": 1, "character": 0}, "end": {"line": 0, "character": 0}})),
+         "`range` ends"),
         ("range negative", command("talaria.ask", "why", target(a, {
-            "start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}))),
+            "start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}})),
+         "`range.start.line`"),
         ("range with floats", command("talaria.ask", "why", target(a, {
-            "start": {"line": 0.5, "character": 0}, "end": {"line": 1, "character": 0}}))),
-        ("uri a directory", command("talaria.ask", "why", target(f"file://{project}/dir"))),
-        ("uri a FIFO", command("talaria.ask", "why", target(f"file://{fifo}"))),
-        ("uri /dev/zero", command("talaria.ask", "why", target("file:///dev/zero"))),
-        ("uri a missing file", command("talaria.ask", "why", target(f"file://{project}/nope.py"))),
-        ("uri not a string", command("talaria.ask", "why", {"uri": 5, "range": target(a)["range"]})),
-        ("uri http", command("talaria.ask", "why", target("http://example.com/a.py"))),
-        ("prompt a number", command("talaria.ask", 5)),
-        ("no arguments", command("talaria.ask")),
-        ("fix on a FIFO", command("talaria.fix", target(f"file://{fifo}"))),
-        ("fix with diagnostics a string", command("talaria.fix", {**target(a), "diagnostics": "x"})),
-        ("explain on /dev/zero", command("talaria.explain", target("file:///dev/zero"))),
-        ("explain without a target", command("talaria.explain", "why")),
-        ("unknown command", command("talaria.nope")),
+            "start": {"line": 0.5, "character": 0}, "end": {"line": 1, "character": 0}})),
+         "`range.start.line`"),
+        ("uri a directory", command("talaria.ask", "why", target(f"file://{project}/dir")),
+         "`uri` names a directory"),
+        ("uri a FIFO", command("talaria.ask", "why", target(f"file://{fifo}")), "`uri` names a FIFO"),
+        ("uri /dev/zero", command("talaria.ask", "why", target("file:///dev/zero")),
+         "`uri` names a device"),
+        ("uri a missing file", command("talaria.ask", "why", target(f"file://{project}/nope.py")),
+         "does not exist"),
+        ("uri not a string", command("talaria.ask", "why", {"uri": 5, "range": target(a)["range"]}),
+         "`uri` must be a string"),
+        ("uri http", command("talaria.ask", "why", target("http://example.com/a.py")), "only file: URIs"),
+        ("prompt a number", command("talaria.ask", 5), "must be the prompt"),
+        ("no arguments", command("talaria.ask"), "needs a prompt"),
+        ("fix on a FIFO", command("talaria.fix", target(f"file://{fifo}")), "`uri` names a FIFO"),
+        ("fix with diagnostics a string", command("talaria.fix", {**target(a), "diagnostics": "x"}),
+         "`diagnostics` must be"),
+        ("explain on /dev/zero", command("talaria.explain", target("file:///dev/zero")),
+         "`uri` names a device"),
+        ("explain without a target", command("talaria.explain", "why"), "needs the code to work on"),
+        ("unknown command", command("talaria.nope"), "unknown command"),
     ]
     return [Case(f"talaria.ask {n}" if not n.startswith(("fix", "explain", "unknown")) else n,
-                 d, code=-32602, later_only=True) for n, d in ask]
+                 d, code=-32602, later_only=True, says=says) for n, d, says in ask]
 
 
 def cases(project: Path) -> list[Case]:
