@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -27,9 +27,6 @@ from pygls.protocol.language_server import lsp_method
 
 from talaria.acp_server.lsp.capabilities import COMMANDS
 from talaria.acp_server.lsp.frames import INVALID_REQUEST, valid_id
-
-if TYPE_CHECKING:
-    from talaria.acp_server.lsp.server import TalariaServer
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +45,8 @@ work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
 
 
 class TalariaProtocol(LanguageServerProtocol):
-    _server: TalariaServer
+    _server: Any
+    """`server.TalariaServer` (not imported: the server imports this module)."""
     answered: Any = None
     """The id of the `initialize` that `main.py` answered before pygls was loaded: pygls
     handles that request again (to set itself up) and its reply is dropped."""
