@@ -15,7 +15,10 @@ header it can read, or read a 100 GB length at once):
 
 - a header block that cannot be read (a line without a colon or with a bad name, a line or
   block over the bounds, no Content-Length, one that is not a number, two that differ):
-  -32700 with id null, then every byte up to the next `Content-Length:` is skipped (resync);
+  -32700 with id null (once per stretch of such bytes), then every byte up to the next
+  `Content-Length:` is skipped (resync): from the second byte of a line that is not a header
+  (the next frame may be glued to the end of the rest of a body longer than its length said),
+  from a `Content-Length:` that began mid-line in a block, else from the end of the block;
 - a body over MAX_FRAME_BYTES: skipped exactly (read and dropped, never held); a request whose
   id shows in its first PEEK_BYTES gets -32600 with that id, anything else a
   `window/showMessage` saying what was dropped (a notification is never answered);
