@@ -30,6 +30,7 @@ from talaria.acp_server.lsp.frames import INVALID_REQUEST, valid_id
 
 log = logging.getLogger(__name__)
 
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
@@ -40,6 +41,8 @@ SENT_AS_JSON = frozenset({
     "window/workDoneProgress/create", "$/progress", "window/logMessage", "window/showMessage",
 })
 """Methods Talaria sends with plain-JSON params and reads plain-JSON results of."""
+NOTIFICATIONS = frozenset(m for m, kinds in types.METHOD_TO_TYPES.items() if kinds[1] is None)
+"""LSP's notification methods (either direction): as a request, none is answered by pygls."""
 work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
 """The running command's work-done token (its task copies the context)."""
 
@@ -123,6 +126,8 @@ class TalariaProtocol(LanguageServerProtocol):
                                            "send `initialize` first"
         if method == types.WORKSPACE_EXECUTE_COMMAND:
             return _command_problem(params)
+        if method in NOTIFICATIONS:  # pygls would type it as the notification: no answer ever
+            return METHOD_NOT_FOUND, f"{method} is a notification: send it without an `id`"
         return None
 
     def _answered_badly(self, msg_id: Any) -> bool:
