@@ -34,7 +34,11 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
+MAX_METHOD_CHARS = 100
+"""Longest method name quoted in an error (no method is longer; a hostile one may be)."""
 MAX_REASON_CHARS = 300
+MAX_ERROR_CHARS = 600
+"""Longest error message sent (pygls quotes a method name whole)."""
 """Longest quoted reason (a cattrs error list, an exception's text) in an error message."""
 SENT_AS_JSON = frozenset({
     "workspace/applyEdit", "window/showMessageRequest", "window/showDocument",
@@ -77,6 +81,8 @@ class TalariaProtocol(LanguageServerProtocol):
                             "`method` (a response, `result` or `error`)")
             return
         method = message["method"]
+        if isinstance(method, str) and len(method) > MAX_METHOD_CHARS:
+            method = method[:MAX_METHOD_CHARS] + "..."  # named in errors: not a megabyte of it
         if "id" not in message:
             if self._notification_ok(message, method):
                 self._dispatch(message)
@@ -141,11 +147,11 @@ class TalariaProtocol(LanguageServerProtocol):
         try:
             return LanguageServerProtocol.structure_message(self, message)
         except Exception as exc:  # cattrs raises several kinds; each is bad params here
-            reason = _reason(exc)
+            why = reason(exc)
         if message["method"] == types.INITIALIZE and msg_id == self.answered:
             # Already answered with the capabilities (main.py reads only `capabilities`):
             # set up from what can be typed, not from nothing.
-            log.warning("initialize params pygls cannot type (%s): using capabilities only", reason)
+            log.warning("initialize params pygls cannot type (%s): using capabilities only", why)
             caps: Any
             for caps in (message["params"].get("capabilities"), {}):
                 try:
@@ -154,7 +160,7 @@ class TalariaProtocol(LanguageServerProtocol):
                                               "capabilities": caps}})
                 except Exception:
                     continue
-        self._error(msg_id, INVALID_PARAMS, f"invalid params for {message['method']}: {reason}")
+        self._error(msg_id, INVALID_PARAMS, f"invalid params for {message['method']}: {why}")
         return None
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -165,7 +171,7 @@ class TalariaProtocol(LanguageServerProtocol):
             typed = LanguageServerProtocol.structure_message(self, message)
         except Exception as exc:
             log.warning("dropped a %s pygls cannot type: %s", message.get("method", "response"),
-                        _reason(exc))
+                        reason(exc))
             return
         super().handle_message(typed)
 
@@ -174,9 +180,9 @@ class TalariaProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if msg_id is not None and msg_id == self.answered:
-            self.answered = None
+            self.answered, self.answered_error = None, False
             return
-        if error is not None and (error.data is not None or error.code == INTERNAL_ERROR):
+        if error is not None:
             error = _plain_error(error)
         super()._send_response(msg_id, result, error)
 
@@ -217,8 +223,9 @@ def _command_problem(params: dict[str, Any] | None) -> tuple[int, str] | None:
 
 
 def _plain_error(error: types.ResponseError) -> types.ResponseError:
-    """`error` without pygls' traceback in `data`; an internal error points at the log."""
-    message = str(error.message).splitlines()[0][:MAX_REASON_CHARS] if error.message else ""
+    """`error` in one line of at most MAX_ERROR_CHARS, without pygls' traceback in `data`;
+    an internal error points at the log."""
+    message = str(error.message).splitlines()[0][:MAX_ERROR_CHARS] if error.message else ""
     if error.code == INTERNAL_ERROR:
         message = f"talaria lsp failed: {message} (the traceback is in $TALARIA_HOME/logs/)"
         log.error("internal error answered: %s; data: %.2000s", error.message, error.data)
@@ -226,7 +233,8 @@ def _plain_error(error: types.ResponseError) -> types.ResponseError:
     return types.ResponseError(code=error.code, message=message, data=data)
 
 
-def _reason(exc: Exception) -> str:
+def reason(exc: Exception) -> str:
+    """Why `exc` (a cattrs error, any exception), in at most MAX_REASON_CHARS."""
     try:
         from cattrs import BaseValidationError, transform_error
 

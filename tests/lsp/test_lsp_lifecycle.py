@@ -18,6 +18,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
 
 from talaria.acp_server.lsp import prompts
+from talaria.acp_server.lsp.protocol import (
+    MAX_ERROR_CHARS,
+    MAX_METHOD_CHARS,
+    MAX_REASON_CHARS,
+    reason,
+)
 from talaria.acp_server.lsp.server import build_server
 from talaria.agent.config import Config
 from tests.fakellm import FakeLLM
@@ -45,14 +51,23 @@ def test_every_request_before_initialize_gets_server_not_initialized(tmp_path: P
     client.until_response(99)  # the last: the others were answered before it
     replies = {m["id"]: m for m in client.complete() if "method" not in m}
     assert sorted(replies) == sorted([*ids, 99])
+    long = "x/" + "y" * 5000
+    client.send(request(98, long, {}))
+    client.until_response(98)
     client.send(INITIALIZE)  # and then the server starts as usual
     assert "capabilities" in client.until_response(1)["result"]
+    client.send(request(97, long, {}))  # pygls' MethodNotFound quotes the method whole
+    not_found = client.until_response(97)["error"]
+    assert not_found["code"] == -32601 and len(not_found["message"]) <= MAX_ERROR_CHARS
+    too_long = {m["id"]: m for m in client.complete() if "method" not in m}.pop(98)["error"]
+    assert too_long["code"] == -32002 and long[:MAX_METHOD_CHARS] + "..." in too_long["message"]
+    assert long[:MAX_METHOD_CHARS + 1] not in too_long["message"]
     for reply in replies.values():
         assert reply["error"]["code"] == -32002, reply
         assert "send `initialize` first" in reply["error"]["message"]
         assert "data" not in reply["error"]
     answered = [m.get("id") for m in client.complete() if "method" not in m]
-    assert sorted(answered) == sorted([*ids, 99, 1])  # no notification was answered
+    assert sorted(answered) == sorted([*ids, 99, 98, 97, 1])  # no notification was answered
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=TIMEOUT)
@@ -115,6 +130,10 @@ def test_an_internal_error_carries_no_traceback(tmp_path: Path) -> None:
     assert reply["error"]["code"] == -32603 and "data" not in reply["error"]
     assert "boom" in reply["error"]["message"] and "logs" in reply["error"]["message"]
     assert "Traceback" not in json.dumps(reply) and "File " not in json.dumps(reply)
+
+
+def test_a_reason_quoted_in_an_error_is_bounded() -> None:
+    assert len(reason(ValueError("z" * 5000))) == MAX_REASON_CHARS
 
 
 # -- command arguments -----------------------------------------------------------------------
