@@ -111,6 +111,23 @@ def test_after_shutdown_requests_are_refused_and_a_second_initialize_too(tmp_pat
     assert proc.wait(timeout=TIMEOUT) == 0
 
 
+@pytest.mark.parametrize("params", [
+    {"processId": "not a number", "rootUri": None, "capabilities": {}},
+    {"processId": None, "rootUri": None, "capabilities": {"window": {"showMessage": 5}}},
+])
+def test_an_initialize_answered_early_that_pygls_cannot_type_still_sets_up(
+        tmp_path: Path, params: dict[str, Any]) -> None:
+    proc = spawn(tmp_path, None)
+    client = RawClient(proc)
+    client.send(request(1, "initialize", params))
+    assert "capabilities" in client.until_response(1)["result"]  # main.py reads capabilities only
+    client.send(request(2, "workspace/executeCommand", {"command": "talaria.cancel", "arguments": []}))
+    assert client.until_response(2)["result"] == {"cancelled": False}
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=TIMEOUT)
+
+
 def test_an_internal_error_carries_no_traceback(tmp_path: Path) -> None:
     server = build_server(Config(home=tmp_path))
     written: list[bytes] = []
