@@ -6,7 +6,9 @@ built-in LSP clients) reach Talaria through `workspace/executeCommand` and code 
 `server.py` (features), `commands.py` (commands), `prompts.py` (arguments -> prompts, code
 actions), `sessions.py` (the agent side of a request), `door.py` (events -> `talaria/update`,
 permissions), `documents.py` (the Workspace over open documents), `edits.py` (text edits),
-`transcript.py` (markdown transcript), `main.py` (start-up).
+`transcript.py` (markdown transcript), `frames.py` (the bounded, resyncing frame reader
+all of stdin goes through), `protocol.py` (every message checked before pygls acts on it:
+shapes, lifecycle, no tracebacks), `main.py` (start-up).
 
 May import the agent and the tools; never the CLI or the headless client.
 """

@@ -95,6 +95,8 @@ async def _target(ls: Host, raw: dict[str, Any]) -> prompts.Target:
     uri = raw.get("uri")
     path = prompts.path_of(uri)
     assert ls.documents is not None and isinstance(uri, str)
+    if ls.documents.editor.document(path) is None:  # an open buffer is the editor's text
+        prompts.check_file(path)
     try:
         text = await ls.documents.read_text(path)
     except FileNotFoundError:

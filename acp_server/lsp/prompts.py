@@ -10,6 +10,7 @@ Bad arguments raise `ArgumentError` with one line saying what to send.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ REFACTOR = ("Refactor this code: make it clearer and simpler without changing wh
             "Edit the file.")
 MAX_DIAGNOSTICS = 20
 """Diagnostics quoted in a fix prompt; the rest are counted."""
+MAX_POSITION = 2**31 - 1
+"""Largest line or character in a position (LSP's uinteger)."""
 TARGET_SHAPE = "{uri: \"file:///...\", range: {start: {line, character}, end: {line, character}}}"
 
 
@@ -85,25 +88,58 @@ def path_of(uri: Any) -> Path:
     return Path(unquote(parsed.path))
 
 
+def check_file(path: Path) -> None:
+    """`path` is a file a command may read: a regular file, never a FIFO or a device (opening
+    one blocks, reading one may never end)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ArgumentError(f"`uri`: {path} does not exist (not open in the editor, not on disk)") from None
+    except OSError as exc:
+        raise ArgumentError(f"`uri`: cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ArgumentError(f"`uri` names a directory ({path}): send the URI of a file")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device")
+        raise ArgumentError(f"`uri` names {kind} ({path}), not a file: send the URI of a file")
+
+
 def check_range(raw: Any, text: str, uri: str) -> dict[str, Any]:
     """`raw` as a range within `text` (start before end); ArgumentError otherwise."""
-    try:
-        start, end = (
-            {"line": int(raw[k]["line"]), "character": int(raw[k]["character"])}
-            for k in ("start", "end")
-        )
-    except (TypeError, KeyError, ValueError):
-        raise ArgumentError(f"`range` must be {{start: {{line, character}}, end: {{...}}}}, got {raw!r}") from None
-    if min(start["line"], start["character"], end["line"], end["character"]) < 0:
-        raise ArgumentError("`range` positions must not be negative")
+    shape = "`range` must be {start: {line, character}, end: {line, character}} of integers"
+    if not isinstance(raw, dict):
+        raise ArgumentError(f"{shape}, got {_shown(raw)}")
+    start, end = (_position(raw.get(k), k, shape) for k in ("start", "end"))
     if (end["line"], end["character"]) < (start["line"], start["character"]):
-        start, end = end, start
+        raise ArgumentError(f"`range` ends (line {end['line']}) before it starts (line "
+                            f"{start['line']}): send start before end")
     lines = line_count(text)
     if end["line"] >= lines:
         name = Path(unquote(urlparse(uri).path)).name
         raise ArgumentError(f"the range ends on line {end['line'] + 1} but {name} has {lines} "
                             "line(s): send a range inside the document (0-based lines)")
     return {"start": start, "end": end}
+
+
+def _position(raw: Any, key: str, shape: str) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise ArgumentError(f"{shape}: `range.{key}` is {_shown(raw)}")
+    position = {}
+    for field in ("line", "character"):
+        value = raw.get(field)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ArgumentError(f"{shape}: `range.{key}.{field}` is {_shown(value)}")
+        if not 0 <= value <= MAX_POSITION:
+            raise ArgumentError(f"`range.{key}.{field}` is {value}: LSP positions are 0 to "
+                                f"{MAX_POSITION}")
+        position[field] = value
+    return position
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def diagnostics_of(raw: dict[str, Any]) -> tuple[dict[str, Any], ...]:

@@ -3,78 +3,35 @@
 Owns no agent logic: document sync goes to pygls' document store (what `DocumentWorkspace`
 reads), code actions and commands to `prompts` and `sessions.LspAgent`. Messages Talaria sends
 (`talaria/update`, `$/progress`, applyEdit, showMessageRequest...) are plain JSON, as in the
-ACP door; pygls types only what it receives.
+ACP door; pygls types only what it receives (`protocol.TalariaProtocol` checks it first).
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from talaria.acp_server.lsp import commands, prompts
-from talaria.acp_server.lsp.capabilities import CODE_ACTION_KINDS, COMMANDS
+from talaria.acp_server.lsp.capabilities import CODE_ACTION_KINDS
 from talaria.acp_server.lsp.documents import DocumentWorkspace, OpenDocument
 from talaria.acp_server.lsp.door import ClientError
+from talaria.acp_server.lsp.protocol import TalariaProtocol, work_done
 from talaria.acp_server.lsp.sessions import LspAgent, LspFailure
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
 
 log = logging.getLogger(__name__)
 
-SENT_AS_JSON = frozenset({
-    "workspace/applyEdit", "window/showMessageRequest", "window/showDocument",
-    "window/workDoneProgress/create", "$/progress", "window/logMessage", "window/showMessage",
-})
-"""Methods Talaria sends with plain-JSON params and reads plain-JSON results of."""
-_work_done = contextvars.ContextVar[Any]("work_done_token", default=None)
-
-
-class TalariaProtocol(LanguageServerProtocol):
-    _server: TalariaServer
-    answered: Any = None
-    """The id of the `initialize` that `main.py` answered before pygls was loaded: pygls
-    handles that request again (to set itself up) and its reply is dropped."""
-
-    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        if msg_id is not None and msg_id == self.answered:
-            self.answered = None
-            return
-        super()._send_response(msg_id, result, error)
-
-    def get_message_type(self, method: str) -> Any:  # type: ignore[override]
-        return None if method in SENT_AS_JSON else super().get_message_type(method)
-
-    def get_result_type(self, method: str) -> Any:  # type: ignore[override]
-        return None if method in SENT_AS_JSON else super().get_result_type(method)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        # A running request is stopped through its session, like talaria.cancel, and answers
-        # with what it has (stopReason "cancelled", the partial result LSP allows): pygls'
-        # own cancel would kill its task in the middle of saving the turn.
-        agent = self._server.agent
-        if agent is None or not agent.cancel_request(msg_id):
-            super()._handle_cancel_notification(msg_id)
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
-        if params.command not in self.fm.commands:
-            raise JsonRpcInvalidParams(f"unknown command {params.command!r}; Talaria's commands "
-                                       f"are {', '.join(COMMANDS)}")
-        _work_done.set(params.work_done_token)  # the command's task copies this context
-        return (yield from super().lsp_workspace__execute_command(params))
-
 
 class TalariaServer(LanguageServer):
     protocol: TalariaProtocol
+
     def __init__(self, config: Config) -> None:
         super().__init__("talaria", version(), protocol_cls=TalariaProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Full)
@@ -207,7 +164,7 @@ def build_server(config: Config) -> TalariaServer:
         return prompts.code_actions(params.text_document.uri, unstructure(params.range),
                                     [unstructure(d) for d in params.context.diagnostics])
 
-    commands.register(server, _work_done)
+    commands.register(server, work_done)
     return server
 
 

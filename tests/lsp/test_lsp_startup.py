@@ -1,6 +1,6 @@
 """`talaria lsp` start-up: `initialize` is answered before pygls is loaded (`capabilities.py`),
 and that answer is the one pygls builds from the same parameters; whatever comes first that is
-not an `initialize` goes to pygls untouched."""
+not an `initialize` goes to pygls (through the same frame reader)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import client_capabilities
 
 from talaria.acp_server.lsp.capabilities import initialize_result
-from talaria.acp_server.lsp.main import Replayed, read_frame
+from talaria.acp_server.lsp.frames import FrameReader, Output
 from talaria.acp_server.lsp.server import build_server
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
@@ -56,10 +56,10 @@ def test_the_first_frame_is_read_and_replayed_byte_for_byte(tmp_path: Path) -> N
     stream += frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     path = tmp_path / "in"
     path.write_bytes(stream)
-    with path.open("rb") as stdin:
-        head, message = read_frame(stdin)
+    with path.open("rb") as stdin, (tmp_path / "out").open("wb") as stdout:
+        replayed = FrameReader(stdin, Output(stdout))
+        message = replayed.message()
         assert message is not None and message["id"] == 7
-        replayed = Replayed(head, stdin)
         again = b""
         while line := replayed.readline():
             again += line
@@ -69,7 +69,7 @@ def test_the_first_frame_is_read_and_replayed_byte_for_byte(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("first, answer", [
-    ({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, "result"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, "error"),  # -32002: not initialized
     ({"jsonrpc": "2.0", "id": 1, "method": "initialize"}, "error"),  # no params
     ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": 3}}, "error"),
 ])
