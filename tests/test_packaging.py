@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,15 +35,20 @@ def test_the_packages_list_names_every_package_folder() -> None:
     assert found == listed
 
 
+BESIDE = Path(sys.executable).with_name("uvx")
+UVX = shutil.which("uvx") or (str(BESIDE) if BESIDE.exists() else None)
+"""On PATH, else the one the test extras install (`uv`) beside this Python."""
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("uvx") is None, reason="uv not installed")
+@pytest.mark.skipif(UVX is None, reason="uv not installed: pip install '.[test]' brings it")
 def test_uvx_runs_the_checkout_as_the_registry_would(tmp_path: Path) -> None:
     """`uvx --from . talaria-agent acp`: the registry's form, from a checkout."""
     env = server_env(tmp_path / "home", None, credentials=False)
     env.pop("PYTHONPATH")
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}
-    done = subprocess.run(["uvx", "--from", str(ROOT), "talaria-agent", "acp"], cwd=tmp_path,
+    done = subprocess.run([str(UVX), "--from", str(ROOT), "talaria-agent", "acp"], cwd=tmp_path,
                           env=env, input=json.dumps(request) + "\n", capture_output=True,
                           text=True, timeout=600, check=False)
     assert done.stdout, done.stderr[-2000:]

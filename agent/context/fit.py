@@ -136,5 +136,7 @@ def _too_large(
     out = ContextOverflowError(f"{text}: {why}", status=error.status, provider=error.provider,
                                endpoint=error.endpoint)
     out.limit, out.prompt, out.retries = limit, sent, error.retries
-    out.hint = SETTINGS + "."
+    # A new session helps unless the system prompt and tools alone leave no room.
+    out.hint = SETTINGS + ("." if limit - base < MIN_ANSWER else
+                           "; or start a new session, with a shorter prompt if this one is long.")
     return out
