@@ -181,6 +181,10 @@ class FrameReader:
                     continue  # blank lines between frames: read past them
                 if not lengths:
                     raise _BadHeader("no Content-Length")
+                if len(lengths) > 1 and len(counts := {v for v in lengths if _DIGITS.fullmatch(v)}) == 1:
+                    # A broken Content-Length line glued before a good header (the fuzz's
+                    # `Content-Length: %d` then a real frame): the byte count is the frame's.
+                    lengths = counts
                 if len(lengths) > 1:
                     raise _BadHeader("two different Content-Length values")
                 digits = lengths.pop()
