@@ -106,6 +106,9 @@ def frame_cases(*, big: bool = True) -> list[Case]:
         Case("1 MiB header line", b"X-Big: " + b"a" * 1024 * 1024 + b"\r\nContent-Length: 2\r\n\r\n{}"),
         Case("1 MiB of bytes, no newline", b"a" * 1024 * 1024),
         Case("two different lengths", b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+        # Found by the LSP fuzz (seed 31337): a broken length line glued before the next
+        # frame's header; that frame is read, not swallowed.
+        Case("a broken length before the next frame", b"Content-Type: x\r\n\r\nContent-Length: %d\r\n"),
         Case("two equal lengths", b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"),
         Case("100 header lines", b"X: y\r\n" * 100 + b"Content-Length: 2\r\n\r\n{}"),
         Case("lowercase content-length", b"content-length: 2\r\n\r\n{}"),
