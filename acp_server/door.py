@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from talaria.acp_server.editor_workspace import EditorWorkspace
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
 from talaria.acp_server.updates import (
     compaction,
@@ -27,6 +26,7 @@ from talaria.acp_server.updates import (
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
 from talaria.tools.handoffs import Answer, Question
+from talaria.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ PERMISSION_OPTIONS = [
 
 class AcpDoor:
     def __init__(
-        self, peer: Peer, session_id: str, workspace: EditorWorkspace, *,
+        self, peer: Peer, session_id: str, workspace: Workspace, *,
         compaction_updates: bool, config_options: Callable[[], list[dict[str, Any]]],
         on_editor_gone: Callable[[], object], elicitation: bool = False,
         subagents: bool = False,

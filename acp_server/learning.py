@@ -1,30 +1,21 @@
-"""The ACP side of self-improvement: skills in `available_commands_update` (sent again when
-they change), `/NAME` prompts, and the background review run after the prompt's answer.
+"""The ACP side of self-improvement: skills in `available_commands_update`, sent again when
+they change (a turn or the background review saved a skill).
 
-`finish_prompt` answers `session/prompt` with a `Reply` whose `then` runs once the answer is on
-the wire: the commands update (scanning the skills costs the answer nothing) and, when one is
-due, the review, so the turn never waits for it; the editor's next prompt runs beside it (the
-review works on its own snapshot and waits for the turn to end).
+The review itself is the host's (`Outcome.after`): the prompt's answer is written first, then
+`after_prompt` runs the commands update and the review, so the turn never waits for it; the
+editor's next prompt runs beside it (the review works on its own snapshot and waits for the
+turn to end).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from talaria.acp_server.jsonrpc import Peer, Reply
+from talaria.acp_server.jsonrpc import Peer
 
 if TYPE_CHECKING:
-    from talaria.agent.config import Config
+    from talaria.agent.host import After, SessionHost
     from talaria.agent.session import Session
-
-
-class AcpServer(Protocol):
-    """What this module uses of `talaria.acp_server.server.AcpServer`."""
-
-    peer: Peer
-    config: Config
-    sessions: dict[str, Session]
-    sent_commands: dict[str, dict[str, Any]]
 
 
 def available_commands(session: Session) -> dict[str, Any]:
@@ -39,29 +30,35 @@ def available_commands(session: Session) -> dict[str, Any]:
     return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
 
 
-async def send_commands(server: AcpServer, session: Session, *, force: bool = False) -> None:
-    """Send the commands update when it differs from the last one sent (or `force`)."""
-    update = available_commands(session)
-    sent = server.sent_commands
-    if force or sent.get(session.id) != update:
-        sent[session.id] = update
-        await server.peer.notify("session/update", {"sessionId": session.id, "update": update})
+class CommandsUpdates:
+    """The last `available_commands_update` sent per session, and sending a changed one."""
 
+    def __init__(self, peer: Peer, host: SessionHost) -> None:
+        self.peer = peer
+        self.host = host
+        self.sent: dict[str, dict[str, Any]] = {}
 
-async def finish_prompt(server: AcpServer, session: Session, reason: str) -> Reply:
-    """The answer to `session/prompt`; once it is on the wire, the commands update (when the turn
-    changed the skills) and the background review, if one is due."""
-    from talaria.agent.skills.review import after_turn
+    async def send(self, session: Session, *, force: bool = False) -> None:
+        """Send the commands update when it differs from the last one sent (or `force`); a
+        closed session gets no more updates."""
+        if session.id not in self.host.sessions:
+            return
+        update = available_commands(session)
+        if force or self.sent.get(session.id) != update:
+            self.sent[session.id] = update
+            await self.peer.notify("session/update", {"sessionId": session.id, "update": update})
 
-    review = after_turn(session, server.config)
+    def forget(self, session_id: str) -> None:
+        self.sent.pop(session_id, None)
 
-    async def then() -> None:
-        # The turn may have saved a skill; a closed session gets no more updates.
-        if session.id in server.sessions:
-            await send_commands(server, session)
-        if review is not None:
-            await review()
-            if session.id in server.sessions:
-                await send_commands(server, session)
+    def after_prompt(self, session: Session, review: After | None) -> Any:
+        """What runs once a prompt's answer is on the wire: the commands update (the turn may
+        have saved a skill), then the review if one is due, then the update again."""
 
-    return Reply({"stopReason": reason}, then=then)
+        async def then() -> None:
+            await self.send(session)
+            if review is not None:
+                await review()
+                await self.send(session)
+
+        return then

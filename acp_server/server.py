@@ -8,72 +8,60 @@ from __future__ import annotations
 
 import gc
 import logging
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from talaria.acp_server import lifecycle
-from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
-from talaria.acp_server.params import ACP_CHECKS, cwd_param, mcp_servers_param, param, quoted
+from talaria.acp_server.jsonrpc import Peer, RpcError
+from talaria.acp_server.params import ACP_CHECKS, param
 from talaria.acp_server.sandbox_probe import SandboxProbe
 from talaria.acp_server.version import version
 from talaria.agent.config import Config
 
-if TYPE_CHECKING:
-    from talaria.agent.session import Session
-    from talaria.agent.store import Store
-    from talaria.tools.execute_code.pool import KernelPool
-
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-LIST_PAGE = 50
 AUTH_METHOD = "setup"
 
 
 class AcpServer:
+    """The ACP methods, registered on the peer: `initialize`, `authenticate` and `logout`
+    here; sessions (`sessions.AcpSessions`) and prompts (`turns.AcpTurns`) over one
+    `SessionHost`."""
+
     def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None) -> None:
+        from talaria.acp_server.learning import CommandsUpdates
+        from talaria.acp_server.sessions import AcpDoors, AcpSessions, ClientInfo
+        from talaria.acp_server.turns import TURN_MODULES, AcpTurns
+        from talaria.agent.host import SessionHost
+
         self.peer = peer
-        self.config = config
         self.sandbox = sandbox or SandboxProbe()
-        self.client_capabilities: dict[str, Any] = {}
-        self.sessions: dict[str, Session] = {}
-        self.sent_commands: dict[str, dict[str, Any]] = {}
-        """Session id -> the last `available_commands_update` sent (skills change it)."""
-        self.running: dict[str, anyio.CancelScope] = {}
-        """Session id -> the scope of its running `session/prompt` (see `cancel`)."""
-        self._store: Store | None = None
-        self._kernels: KernelPool | None = None
-        """execute_code kernels of all sessions: one pool, so at most MAX_KERNELS live."""
+        self.client = ClientInfo()
+        doors = AcpDoors(peer, self.client)
+        self.host = doors.host = SessionHost(config, doors, editor=True, turn_modules=TURN_MODULES)
+        commands = CommandsUpdates(peer, self.host)
+        self.sessions = AcpSessions(self.host, peer, self.client, commands)
+        doors.config_options = self.sessions.config_options
+        self.turns = AcpTurns(self.host, self.sessions, commands)
         for method, handler in {
-            "initialize": self.initialize, "authenticate": self.authenticate,
-            "session/new": self.new_session, "session/load": self.load_session,
-            "session/resume": self.resume_session, "session/list": self.list_sessions,
-            "session/close": self.close_session, "session/prompt": self.prompt,
-            "session/set_mode": self.set_mode, "session/set_config_option": self.set_config_option,
-            "session/delete": lambda p: lifecycle.delete_session(self, p),
-            "session/fork": lambda p: lifecycle.fork_session(self, p),
-            "logout": lambda p: lifecycle.logout(self, p),
+            "initialize": self.initialize, "authenticate": self.authenticate, "logout": self.logout,
+            "session/new": self.sessions.new, "session/load": self.sessions.load,
+            "session/resume": self.sessions.resume, "session/fork": self.sessions.fork,
+            "session/list": self.sessions.list_sessions, "session/close": self.sessions.close,
+            "session/delete": self.sessions.delete, "session/set_mode": self.sessions.set_mode,
+            "session/set_config_option": self.sessions.set_config_option,
+            "session/prompt": self.turns.prompt,
         }.items():
             peer.on_request(method, handler)
-        peer.on_notification("session/cancel", self.cancel)
+        peer.on_notification("session/cancel", self.turns.cancel)
 
     @property
-    def store(self) -> Store:
-        if self._store is None:  # opened on first use: `initialize` stays instant
-            from talaria.agent.runtime import open_store
-
-            self._store = open_store(self.config)
-        return self._store
+    def config(self) -> Config:
+        return self.host.config
 
     def close(self) -> None:
-        for session in self.sessions.values():
-            session.close()
-        if self._store is not None:
-            self._store.close()
-
-    # -- lifecycle ----------------------------------------------------------------------
+        self.host.close_all()
 
     async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         param(params, "protocolVersion", int)
@@ -81,7 +69,7 @@ class AcpServer:
         caps = caps if isinstance(caps, dict) else {}
         if not isinstance(caps.get("fs"), dict):  # `"fs": true` must not crash session/new later
             caps = {**caps, "fs": {}}
-        self.client_capabilities = caps
+        self.client.capabilities = caps
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -103,259 +91,29 @@ class AcpServer:
         }
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.agent.host import ModelFailure
+
         method = param(params, "methodId")
         if method != AUTH_METHOD:
             raise RpcError.invalid_params(f"unknown auth method {method!r}; use {AUTH_METHOD!r}")
-        self._provider(None)  # raises auth_required with how-to when nothing is configured
+        try:
+            self.host.provider()  # fails with how-to when nothing is configured
+        except ModelFailure as exc:
+            raise RpcError.from_model(exc) from None
         return {}
 
-    def _provider(self, model: str | None) -> Any:
-        from talaria.agent.providers.errors import ProviderError
-        from talaria.agent.runtime import make_provider
+    async def logout(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Forget the keys `talaria setup` stored; new sessions then need credentials again
+        (keys in the environment stay: they are not ours to remove). Open sessions go on."""
+        import dataclasses
 
         try:
-            return make_provider(self.config, model)
-        except ProviderError as exc:
-            raise RpcError.auth_required(exc.user_message()) from None
-
-    def _session(self, params: dict[str, Any]) -> Session:
-        session_id = param(params, "sessionId")
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RpcError.resource_not_found(f"no session {quoted(session_id)} is open",
-                                              sessionId=session_id)
-        return session
-
-    def _build(self, cwd: Path, *, model: str | None, mode: str | None = None,
-               session_id: str | None = None, history: list[Any] | None = None,
-               mcp_servers: list[Any] | None = None) -> Session:
-        from talaria.acp_server.door import AcpDoor
-        from talaria.acp_server.editor_workspace import EditorWorkspace
-        from talaria.agent.permissions import MODES
-        from talaria.agent.runtime import new_session, new_session_id
-        from talaria.tools.execute_code.pool import KernelPool
-        from talaria.tools.local.workspace import LocalWorkspace
-
-        provider = self._provider(model)
-        if mode is None:  # `bypass` (TALARIA_MODE) is for headless runs: editors ask
-            mode = self.config.mode if self.config.mode in MODES else "default"
-        session_id = session_id or new_session_id()
-        workspace = lifecycle.environment(self.config,
-            EditorWorkspace(self.peer, session_id, self.client_capabilities, LocalWorkspace(cwd)),
-            session_id)
-        door = AcpDoor(
-            self.peer, session_id, workspace, compaction_updates=self._client_compaction(),
-            config_options=lambda: self._config_options(self.sessions[session_id]),
-            on_editor_gone=lambda: self.sessions[session_id].cancel(),
-            elicitation=self._client_has("elicitation", "form"),
-            subagents=isinstance(self.client_capabilities.get("subagents"), dict),
-        )
-        if self._kernels is None:
-            self._kernels = KernelPool()
-        session = new_session(
-            self.config, cwd=cwd, door=door, provider=provider, store=self.store, mode=mode,
-            session_id=session_id, history=history, kernels=self._kernels, prestart=True,
-            mcp_servers=mcp_servers,
-        )
-        self.sessions[session.id] = session
-        return session
-
-    async def new_session(self, params: dict[str, Any]) -> Reply:
-        cwd = cwd_param(params)
-        session = self._build(cwd, model=None, mcp_servers=mcp_servers_param(params))
-        return Reply({"sessionId": session.id, **self._state(session)}, then=lifecycle.announce(self, session))
-
-    async def load_session(self, params: dict[str, Any]) -> Reply:
-        from talaria.acp_server.history import replay_updates
-
-        session = await self._restore(params)
-        tools = {t.name: t for t in session.current_tools()}
-        assert session.store is not None
-        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
-        for update in replay_updates(transcript, tools, compaction_updates=self._client_compaction()):
-            await self._notify(session.id, update)
-        return Reply(self._state(session), then=lifecycle.announce(self, session))
-
-    async def resume_session(self, params: dict[str, Any]) -> Reply:
-        session = await self._restore(params)
-        return Reply(self._state(session), then=lifecycle.announce(self, session))
-
-    async def _restore(self, params: dict[str, Any]) -> Session:
-        from talaria.acp_server.history import last_todos
-        from talaria.agent.permissions import MODES
-
-        session_id = param(params, "sessionId")
-        cwd = cwd_param(params)
-        servers = mcp_servers_param(params)
-        if session_id in self.sessions:
-            return self.sessions[session_id]
-        record = self.store.get_session(session_id)
-        if record is None:
-            raise RpcError.resource_not_found(f"no session {quoted(session_id)} was saved",
-                                              sessionId=session_id)
-        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
-        history = await anyio.to_thread.run_sync(
-            lambda: self.store.messages(session_id, include_archived=False))
-        if session_id in self.sessions:  # opened by another request meanwhile
-            return self.sessions[session_id]
-        session = self._build(cwd, model=record.model if ":" in (record.model or "") else None,
-                              mode=record.mode if record.mode in MODES else None,
-                              session_id=session_id, history=history, mcp_servers=servers)
-        session.title = record.title
-        if (todos := last_todos(history)) is not None:
-            session.tool_state.todos = todos  # the plan survives a restart
-        return session
-
-    async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
-        from talaria.acp_server import updates
-        from talaria.acp_server.params import parse_cursor
-
-        cwd, cursor = params.get("cwd"), params.get("cursor")  # strings or None (ACP_CHECKS)
-        before = parse_cursor(cursor) if cursor else None
-        records = self.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
-        page = records[:LIST_PAGE]
-        result: dict[str, Any] = {"sessions": [
-            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": updates.iso(r.updated_at)}
-            for r in page
-        ]}
-        if len(records) > LIST_PAGE:
-            result["nextCursor"] = f"{page[-1].updated_at!r}/{page[-1].id}"
-        return result
-
-    async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        session.prompts.clear()  # queued prompts answer `cancelled`, they do not run
-        await self.cancel({"sessionId": session.id})
-        session.close()  # stops its execute_code kernel (and a background review)
-        self.sessions.pop(session.id, None)
-        self.sent_commands.pop(session.id, None)
+            (self.config.home / "credentials").unlink(missing_ok=True)
+        except OSError as exc:
+            raise RpcError.internal(f"could not remove the stored credentials: {exc.strerror}") \
+                from None
+        self.host.config = dataclasses.replace(self.config, credentials={})
         return {}
-
-    # -- modes and config options ---------------------------------------------------------
-
-    def _state(self, session: Session) -> dict[str, Any]:
-        from talaria.agent.options import current_mode, mode_choices
-
-        return {
-            "modes": {"currentModeId": current_mode(session), "availableModes": [
-                {"id": c.value, "name": c.name, "description": c.description}
-                for c in mode_choices()
-            ]},
-            "configOptions": self._config_options(session),
-        }
-
-    def _config_options(self, session: Session) -> list[dict[str, Any]]:
-        from talaria.agent.options import options
-
-        return [
-            {"id": o.id, "name": o.name, "category": o.category, "type": "select",
-             "currentValue": o.current,
-             "options": [{"value": c.value, "name": c.name} for c in o.choices]}
-            for o in options(session, self.config)
-        ]
-
-    async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        await self._set_option(session, "mode", param(params, "modeId"))
-        return {}
-
-    async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
-        session = self._session(params)
-        await self._set_option(session, param(params, "configId"), params.get("value"))
-        return {"configOptions": self._config_options(session)}
-
-    async def _set_option(self, session: Session, option: str, value: Any) -> None:
-        from talaria.agent.options import OptionError, set_option
-        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
-
-        try:
-            await set_option(session, self.config, option, value)
-        except OptionError as exc:
-            raise RpcError.invalid_params(str(exc)) from None
-        except (AuthError, BillingError) as exc:
-            raise RpcError.auth_required(exc.user_message()) from None
-        except ProviderError as exc:  # e.g. a model name its provider does not know
-            raise RpcError.invalid_params(exc.user_message()) from None
-
-    # -- prompts ----------------------------------------------------------------------------
-
-    async def prompt(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
-        """One prompt. While a turn runs, `/steer` and `/queue` act on it at once and anything
-        else waits in the session's queue (answered when its own turn ends, in order)."""
-        from talaria.acp_server.content import typed_text
-        from talaria.agent import commands
-
-        session = self._session(params)
-        blocks = params.get("prompt")
-        typed = typed_text(blocks) if isinstance(blocks, list) and all(
-            isinstance(b, dict) for b in blocks) else ""
-        typed = typed if isinstance(typed, str) else ""  # bad blocks: user_content says so
-        command = commands.parse(typed)
-        if command is not None and command[0] in commands.LIVE:
-            return {"stopReason": await self._command(session, *command)}
-        async with session.prompts.turn(typed, lambda ahead: lifecycle.queued(session, ahead)) as admitted:
-            if not admitted:  # dropped by `/queue clear`
-                return {"stopReason": "cancelled"}
-            return await self._prompt_turn(session, params, command)
-
-    async def _prompt_turn(self, session: Session, params: dict[str, Any],
-                           command: tuple[str, str] | None) -> dict[str, Any] | Reply:
-        self.running[session.id] = scope = anyio.CancelScope()
-        try:
-            # A cancel may come while a resource link is read through the editor, or during a
-            # slash command: before run_turn has a scope of its own, this one catches it.
-            with scope:
-                # In the session's queue (prompts keep their order): 0.1 s of imports in a
-                # worker thread, not on the event loop; the imports below are then lookups.
-                await lifecycle.load_turn_modules()
-                from talaria.acp_server.content import check_size, typed_text, user_content
-                from talaria.acp_server.learning import finish_prompt
-                from talaria.agent.loop import run_turn
-                from talaria.agent.providers.errors import AuthError, ProviderError
-                from talaria.agent.skills.commands import expand
-
-                content = await user_content(params.get("prompt"), session.workspace)
-                check_size(content, session.context_window)
-                if command is not None:
-                    return {"stopReason": await self._command(session, *command)}
-                content = expand(session, typed_text(params["prompt"]), content) or content
-            if scope.cancel_called:
-                return {"stopReason": "cancelled"}
-            try:
-                reason = await run_turn(session, content)
-            except ProviderError as exc:
-                raise RpcError.from_provider(exc, auth=isinstance(exc, AuthError)) from None
-            return await finish_prompt(self, session, reason)
-        finally:
-            if self.running.get(session.id) is scope:
-                del self.running[session.id]
-
-    async def cancel(self, params: dict[str, Any]) -> None:
-        session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
-        if session is None:
-            return
-        if not session.cancel() and (scope := self.running.get(session.id)) is not None:
-            scope.cancel()  # the prompt has not reached its turn yet
-        # Neither: no prompt running, a no-op that must not poison the next turn.
-
-    def _client_compaction(self) -> bool:
-        """Whether the client advertised `session.compaction` (ACP compaction updates)."""
-        return self._client_has("session", "compaction")
-
-    def _client_has(self, group: str, name: str) -> bool:
-        caps = self.client_capabilities.get(group)
-        return isinstance(caps, dict) and caps.get(name) is not None
-
-    async def _command(self, session: Session, name: str, arg: str) -> str:
-        from talaria.agent import commands
-
-        try:
-            return await commands.run(session, self.config, name, arg)
-        except commands.CommandError as exc:
-            raise RpcError.invalid_params(str(exc)) from None
-
-    async def _notify(self, session_id: str, update: dict[str, Any]) -> None:
-        await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
 
 async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
@@ -363,7 +121,7 @@ async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe 
     server = AcpServer(peer, config, sandbox)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lifecycle.keepalive, server)
+            tg.start_soon(server.turns.keepalive, config.keepalive_s)
             await peer.serve()
             tg.cancel_scope.cancel()
     finally:

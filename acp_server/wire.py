@@ -120,16 +120,14 @@ class RpcError(Exception):
         return cls(-32002, f"Resource not found: {what}", {"reason": what, **about})
 
     @classmethod
-    def model_error(cls, message: str, data: JsonObject) -> RpcError:
-        return cls(MODEL_ERROR, message, data)
-
-    @classmethod
-    def from_provider(cls, exc: Any, *, auth: bool) -> RpcError:
-        """A failed model call (a ProviderError; `auth`: an AuthError) as the answer to
-        `session/prompt`: -32000 when the key was refused (clients then offer their sign-in,
-        which runs `talaria setup`), -32050 for every other cause; the message names the
-        endpoint and what to do, `data` classifies it."""
-        return cls(-32000 if auth else MODEL_ERROR, exc.user_message(), exc.to_data())
+    def from_model(cls, failure: Any) -> RpcError:
+        """A failed model (the host's `ModelFailure`) as ACP's answer: -32000 when no model
+        could be made or its key was refused (clients then offer their sign-in, which runs
+        `talaria setup`), -32050 for every other cause; the message names the endpoint and
+        what to do, `data` classifies it."""
+        if failure.setup:
+            return cls.auth_required(failure.message)
+        return cls(-32000 if failure.auth else MODEL_ERROR, failure.message, failure.data)
 
     @classmethod
     def request_cancelled(cls) -> RpcError:

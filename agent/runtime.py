@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from talaria.agent import vision
 from talaria.agent.config import Config
@@ -75,32 +77,38 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
-def new_session(
-    config: Config,
-    *,
-    cwd: Path,
-    door: FrontDoor,
-    provider: Provider,
-    store: Store | None,
-    session_id: str | None = None,
-    mode: str | None = None,
-    tool_names: tuple[str, ...] = DEFAULT_TOOLS,
-    history: list[Message] | None = None,
-    kernels: KernelPool | None = None,
-    prestart: bool = False,
-    mcp_servers: list[ServerSpec] | None = None,
-) -> Session:
-    """A new session, or with `history` a stored one brought back (store left as it is).
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What a session starts with beyond configuration: where, as whom, and with what state.
+    A session comes back from `new_session` finished: nothing is set on it afterwards."""
 
-    `door` is bound to the session's id, so a front door makes the id first
-    (`new_session_id()`) and passes it; `kernels` is a pool the door shares among its sessions.
-    `prestart`: start the execute_code kernel now (call on the event loop's thread), so the
-    first script costs what a warm one does, and index the project for checkpoints.
-    `mcp_servers`: the editor's (ACP `mcpServers`); config's `[mcp_servers]` are added. They
-    start now, in the background.
-    """
+    cwd: Path
+    session_id: str = field(default_factory=lambda: new_session_id())
+    """Made before the session, because its door is bound to it."""
+    mode: str | None = None
+    """None: the configured mode."""
+    tool_names: tuple[str, ...] = DEFAULT_TOOLS
+    history: list[Message] | None = None
+    """A stored session brought back (the store is left as it is); None: a new one."""
+    title: str | None = None
+    todos: list[dict[str, Any]] | None = None
+    """The todo list it starts with (a restored or forked session keeps its plan)."""
+    mcp_servers: tuple[ServerSpec, ...] = ()
+    """The editor's (ACP `mcpServers`); config's `[mcp_servers]` are added. They start now, in
+    the background."""
+    allowed_tools: frozenset[str] | None = None
+    """When set, the only tools a call may dispatch to (`Session.allowed_tools`)."""
+    prestart: bool = False
+    """Start the execute_code kernel now (call on the event loop's thread), so the first script
+    costs what a warm one does, and index the project for checkpoints."""
+
+
+def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: Provider,
+                store: Store | None, kernels: KernelPool | None = None) -> Session:
+    """A finished session as `opening` describes it. `door` is bound to `opening.session_id`;
+    `kernels` is a pool a host shares among its sessions (None: the session has its own)."""
     registry = load_builtin_tools()
-    session_id = session_id or new_session_id()
+    cwd, tool_names = opening.cwd, opening.tool_names
     tool_state = ToolState(
         exec_settings=ExecSettings(
             mode=config.exec_mode, timeout=config.exec_timeout,
@@ -113,17 +121,17 @@ def new_session(
     names = tuple(n for n in names if n != vision.TOOL)
     if vision.offered(config, provider.name, tool_names, DEFAULT_TOOLS):
         names = (*names, vision.TOOL)
-    _mcp(config, tool_state, cwd, mcp_servers or [])
+    _mcp(config, tool_state, cwd, list(opening.mcp_servers))
     tools = [session_spec(tool_state) if spec.name == "execute_code" else spec
              for spec in registry.select(list(names))]
     session = Session(
-        id=session_id,
+        id=opening.session_id,
         cwd=cwd,
         door=door,
         provider=provider,
         tools=tools,
         permissions=Permissions(
-            roots=door.workspace.roots, mode=mode or config.mode, asker=door.ask,
+            roots=door.workspace.roots, mode=opening.mode or config.mode, asker=door.ask,
             read_roots=tuple(config.home / "cache" / d for d in ("exec", "web", "mcp")),
             sensitive=Sensitive(Path.home(), config.home, config.sensitive_paths),
             network=config.sandbox_network,
@@ -136,7 +144,11 @@ def new_session(
         supports_images=config.supports_images(provider.name),
         reasoning_effort=config.reasoning_effort,
         tool_state=tool_state,
+        title=opening.title,
+        allowed_tools=opening.allowed_tools,
     )
+    if opening.todos is not None:
+        tool_state.todos = [dict(t) for t in opening.todos]
     session.tool_state.vision = vision.vision_state(
         config, session, lambda: make_provider(config, config.vision_model))
     from talaria.tools.environments.base import environment_of
@@ -152,18 +164,18 @@ def new_session(
         session.tool_state.recall_reach = partial(reach, store, cwd=cwd)
     else:  # nothing to search: not offered (rather than offered and failing)
         session.tools = [t for t in session.tools if t.name != "session_search"]
-    _wire_turn_features(config, session, prestart=prestart)
+    _wire_turn_features(config, session, prestart=opening.prestart)
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
     attach_learning(session, config)
-    if prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
+    if opening.prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
         from talaria.tools.execute_code.tool import prestart as prestart_kernel
 
         prestart_kernel(session.tool_state, cwd, session.id)
-    if history is not None:
-        session.messages = list(history)
+    if opening.history is not None:
+        session.messages = list(opening.history)
         for message in dangling_results(session.messages):
             session.append(message)  # a crash mid-tool: the call gets an honest result
         return session
@@ -179,7 +191,7 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
     if session.tool("delegate_task") is not None:
         from talaria.agent.subagents import Delegator
 
-        session.tool_state.delegate = Delegator(config, session, new_session)
+        session.tool_state.delegate = Delegator(config, session, spawn_subagent)
     question = getattr(session.door, "question", None)
     if question is not None:
         session.tool_state.clarify = _clarifier(session, question)
@@ -194,6 +206,14 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
         checkpoints = session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
         if prestart:
             checkpoints.prime()  # the first turn's checkpoint then costs what a later one does
+
+
+def spawn_subagent(config: Config, *, cwd: Path, door: FrontDoor, provider: Provider, mode: str,
+                   kernels: KernelPool) -> Session:
+    """A subagent's session (`subagents.Delegator` finishes it from its parent): no store,
+    no tools of its own yet."""
+    return new_session(config, Opening(cwd, mode=mode, tool_names=()), door=door,
+                       provider=provider, store=None, kernels=kernels)
 
 
 def _clarifier(session: Session, question: Clarifier) -> Clarifier:
@@ -276,3 +296,17 @@ def dangling_results(messages: list[Message]) -> list[Message]:
         for call in (last or {}).get("tool_calls") or ()
         if call["id"] not in answered
     ]
+
+
+def last_todos(messages: list[Message]) -> list[dict[str, Any]] | None:
+    """The todo list as the last `todo` call left it (a restored session keeps its plan)."""
+    for message in reversed(messages):
+        if message.get("role") == "tool" and message.get("name") == "todo":
+            try:
+                data = json.loads(message.get("content") or "")
+            except json.JSONDecodeError:
+                continue
+            todos = data.get("todos") if isinstance(data, dict) else None
+            if isinstance(todos, list):
+                return todos
+    return None

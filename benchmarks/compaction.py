@@ -104,7 +104,7 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
     from talaria.agent.config import load_config
     from talaria.agent.door import LocalDoor
     from talaria.agent.providers.factory import create_retrying_provider
-    from talaria.agent.runtime import new_session
+    from talaria.agent.runtime import Opening, new_session
     from talaria.agent.store import Store
     from talaria.tools.local.workspace import LocalWorkspace
 
@@ -113,8 +113,8 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
     config = load_config({"model": "openai:bench"}, env=env)
     provider = create_retrying_provider("openai:bench", [], env=env)  # never called
     store = Store(root / "sessions.db")
-    session = new_session(config, cwd=root, door=LocalDoor(LocalWorkspace(root)),
-                          provider=provider, store=store, mode="bypass")
+    session = new_session(config, Opening(root, mode="bypass"), door=LocalDoor(LocalWorkspace(root)),
+                          provider=provider, store=store)
     session.context_window = WINDOW
     for message in messages[1:]:
         session.append(message)

@@ -25,7 +25,7 @@ from talaria.agent.config import load_config
 from talaria.agent.context import tokens
 from talaria.agent.door import LocalDoor
 from talaria.agent.providers.base import Finish, TextDelta, ToolCallRequest
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import call_nested
 from talaria.tools.execute_code.tool import prestart
@@ -44,8 +44,9 @@ def _session(root: Path, provider: Any = None, on_event: Any = None, **limits: A
     # No checkpoints: these figures are the kernel's; a turn's first change also pays its
     # checkpoint (benchmarks/subagents.py `checkpoints` measures that).
     config = load_config(env={"TALARIA_HOME": str(root / "home"), "TALARIA_CHECKPOINTS": "false"})
-    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project), **({"on_event": on_event} if on_event else {})),
-                          provider=provider or _Scripted([]), store=None, mode="bypass")
+    door = LocalDoor(LocalWorkspace(project), **({"on_event": on_event} if on_event else {}))
+    session = new_session(config, Opening(project, mode="bypass"), door=door,
+                          provider=provider or _Scripted([]), store=None)
     if limits:
         state = session.tool_state
         state.exec_settings = replace(state.exec_settings, **limits)

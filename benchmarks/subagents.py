@@ -29,7 +29,7 @@ import anyio
 from benchmarks.execute_code import _group_alive, play
 from talaria.agent.config import load_config
 from talaria.agent.door import LocalDoor
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.tools.local.workspace import LocalWorkspace
 
@@ -72,9 +72,10 @@ def _session(root: Path, provider: Any, events: list[Any], store: Any = None,
     async def record(event: Any) -> None:
         events.append((time.perf_counter(), event))
 
-    return new_session(load_config(config, env={"TALARIA_HOME": str(root / "home")}), cwd=project,
+    return new_session(load_config(config, env={"TALARIA_HOME": str(root / "home")}),
+                       Opening(project, mode="bypass"),
                        door=LocalDoor(LocalWorkspace(project), on_event=record), provider=provider,
-                       store=store, mode="bypass")
+                       store=store)
 
 
 def _delegate(*names: str) -> dict[str, Any]:

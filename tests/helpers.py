@@ -9,7 +9,7 @@ from typing import Any
 from talaria.agent.config import load_config
 from talaria.agent.door import LocalDoor
 from talaria.agent.permissions import deny_all
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.local.workspace import LocalWorkspace
@@ -36,7 +36,7 @@ def make_session(
     project = root / "project"
     project.mkdir(exist_ok=True)
     door = LocalDoor(LocalWorkspace(project), on_event=Recorder(), asker=asker)
-    return new_session(cfg, cwd=project, door=door, provider=provider, store=store, mode=mode)
+    return new_session(cfg, Opening(project, mode=mode), door=door, provider=provider, store=store)
 
 
 def recorded(session: Session) -> Recorder:

@@ -26,9 +26,10 @@ model sees. Defined here, in the lowest layer, so every layer can subclass `Tala
 
 Where each is converted (nowhere else):
     ToolError, OSError  -> `{"error": message}` tool result: talaria.agent.tool_runner.execute
-    ProviderError       -> JSON-RPC error: talaria.acp_server.wire (`RpcError.from_provider`);
-                           exit message and status: talaria.acp_server.cli.run; a failed
-                           task record: talaria.agent.trajectories.batch.worker
+    ProviderError       -> `ModelFailure` (auth, setup, message, data): talaria.agent.host,
+                           which every door turns into its own form: a JSON-RPC error
+                           (`RpcError.from_model`), an LSP RequestFailed, `talaria run`'s exit
+                           status, a batch task's failed record
     PeerError, RpcError from the editor -> WorkspaceError: talaria.acp_server.editor_workspace
     SandboxError        -> KernelError: talaria.tools.execute_code.kernel (the kernel's start)
     WebError            -> that URL's `error` in web_extract's results: talaria.tools.web.pages

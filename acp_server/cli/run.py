@@ -138,47 +138,48 @@ def unasked_message(unasked: Mapping[str, str]) -> str:
             "project) or --mode auto (edits in the project, commands sandboxed).")
 
 
+class LocalDoors:
+    """The host's `Doors` for a run in this process: the disk, events to `on_event`,
+    questions to `asker`."""
+
+    def __init__(self, on_event: Any, asker: Asker) -> None:
+        self.on_event = on_event
+        self.asker = asker
+
+    def workspace(self, session_id: str, cwd: Path) -> Any:
+        from talaria.tools.local.workspace import LocalWorkspace
+
+        return LocalWorkspace(cwd)
+
+    def door(self, session_id: str, workspace: Any) -> Any:
+        from talaria.agent.door import LocalDoor
+
+        return LocalDoor(workspace, on_event=self.on_event, asker=self.asker)
+
+
 async def run_task(
     prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView,
     policy: TerminalAsker | None = None,
 ) -> tuple[str, str, Path]:
     """Run one prompt; returns (stop reason, session id, sessions.db path). Without `yes`,
-    permission questions go to `policy` (default: a new TerminalAsker)."""
+    permission questions go to `policy` (default: a new TerminalAsker). Raises the host's
+    ModelFailure, EnvError (the environment cannot start), CommandError."""
     from talaria.agent.config import load_config
-    from talaria.agent.door import LocalDoor
-    from talaria.agent.loop import run_turn
-    from talaria.agent.runtime import (
-        environment_workspace,
-        make_provider,
-        new_session,
-        new_session_id,
-        open_store,
-        tools_ready,
-    )
-    from talaria.agent.skills.review import after_turn
-    from talaria.tools.local.workspace import LocalWorkspace
+    from talaria.agent.host import SessionHost
 
     config = load_config(flags)
-    session_id = new_session_id()
-    workspace = environment_workspace(config, LocalWorkspace(cwd), session_id)
-    store = open_store(config)
-    session = None
+    host = SessionHost(config, LocalDoors(view, local_asker(policy or TerminalAsker())),
+                       editor=False)
     try:
-        await workspace.active()  # a missing engine or host is one line now, not a tool error
-        door = LocalDoor(workspace, on_event=view, asker=local_asker(policy or TerminalAsker()))
-        session = new_session(config, cwd=cwd, door=door, provider=make_provider(config),
-                              store=store, mode="bypass" if yes else None, prestart=True,
-                              session_id=session_id)
-        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
-        reason = await run_turn(session, prompt)
+        session = await host.open(cwd, mode="bypass" if yes else None)
+        outcome = await host.prompt(session, prompt)
         # The answer is printed; a due background review runs now, its notices after it.
-        if (review := after_turn(session, config)) is not None:
-            await review()
-        return reason, session.id, store.path
+        if outcome.after is not None:
+            await outcome.after()
+        return outcome.stop_reason, session.id, host.store.path
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(session.close if session else workspace.close)
-        store.close()
+            await anyio.to_thread.run_sync(host.close_all)
 
 
 def child_env(**overrides: str) -> dict[str, str]:
@@ -226,7 +227,8 @@ def _error_line(view: TerminalView, text: str) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     """Exit status: see `talaria.acp_server.cli.exits` (Ctrl-C is handled by `main`)."""
     from talaria.acp_server.jsonrpc import PeerError, RpcError
-    from talaria.agent.providers.errors import ProviderError
+    from talaria.agent.commands import CommandError
+    from talaria.agent.host import ModelFailure
     from talaria.tools.errors import EnvError
     from talaria.tools.procs import reap_orphans
 
@@ -252,8 +254,8 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         reason, session_id, *_ = anyio.run(lambda: task(
             args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view, policy=policy))
-    except ProviderError as exc:
-        _error_line(view, exc.user_message())
+    except ModelFailure as exc:
+        _error_line(view, exc.message)
         return exits.MODEL
     except RpcError as exc:  # the agent's answer: -32000 no credentials, -32602 a bad flag
         # A model error's message is the whole story (its data is for programs); a bare
@@ -263,7 +265,7 @@ def run_cli(args: argparse.Namespace) -> int:
     except PeerError as exc:
         _error_line(view, f"the agent stopped answering ({exc})")
         return exits.NOT_DONE
-    except (ValueError, EnvError) as exc:
+    except (ValueError, EnvError, CommandError) as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return exits.USAGE
     summary = {"stop_reason": reason, "session": session_id, "tool_calls": view.tool_calls,

@@ -11,14 +11,14 @@ gets a refusal: never a hang.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from talaria.acp_server.lsp.documents import DocumentWorkspace
 from talaria.acp_server.updates import compaction, to_update
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
+from talaria.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Turn:
 
 
 class LspDoor:
-    def __init__(self, client: Client, session_id: str, workspace: DocumentWorkspace, *,
+    def __init__(self, client: Client, session_id: str, workspace: Workspace, *,
                  can_ask: bool) -> None:
         self.client = client
         self.session_id = session_id
@@ -71,7 +71,6 @@ class LspDoor:
         """The client advertised `window.showMessage` (showMessageRequest)."""
         self.turn: Turn | None = None
         """The request being served, while one runs."""
-        self.on_option: Callable[[ev.OptionChanged], Awaitable[None]] | None = None
 
     async def emit(self, event: ev.Event) -> None:
         turn = self.turn

@@ -1,7 +1,8 @@
 """The agent side of `talaria lsp`: its session, and one request at a time run through it.
 
-The editor has one current session (built on first use, replaced by `talaria.newSession`),
-kept in the same SQLite store as ACP sessions. A request (`talaria.ask`, `.fix`, `.explain`)
+The editor has one current session (built on first use, replaced by `talaria.newSession`) on
+a `SessionHost`, as ACP's are: the configured execution environment (a bad one falls back to
+local with a warning), the same store, the background review after a request's answer. A request (`talaria.ask`, `.fix`, `.explain`)
 runs one turn with a cancellable work-done progress, streams `talaria/update` through the
 session's door, then logs a summary (`window/logMessage`), appends to the session's markdown
 transcript and opens it at the new answer (`window/showDocument`) when the client can.
@@ -10,6 +11,7 @@ Protocol errors are `LspFailure`s: the server turns them into LSP error response
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -25,9 +27,10 @@ from talaria.acp_server.lsp.door import Client, LspDoor, Turn
 from talaria.agent.config import Config
 
 if TYPE_CHECKING:
+    from talaria.agent.door import FrontDoor
+    from talaria.agent.host import After
     from talaria.agent.session import Session
-    from talaria.agent.store import Store
-    from talaria.tools.execute_code.pool import KernelPool
+    from talaria.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -64,57 +67,62 @@ class Running:
     session: Session
 
 
+class LspDoors:
+    """The host's `Doors` for LSP: tools through the open buffers, events as `talaria/update`."""
+
+    def __init__(self, client: Editor, workspace: DocumentWorkspace, *, can_ask: bool) -> None:
+        self.client = client
+        self.documents = workspace
+        self.can_ask = can_ask
+
+    def workspace(self, session_id: str, cwd: Path) -> Workspace:
+        return self.documents
+
+    def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
+        return LspDoor(self.client, session_id, workspace, can_ask=self.can_ask)
+
+
 class LspAgent:
+    """The editor's current session on a `SessionHost` (the same one ACP uses: environments,
+    the background review, cancel), one request at a time."""
+
     def __init__(self, client: Editor, config: Config, workspace: DocumentWorkspace, *,
                  can_ask: bool, mode: str, model: str | None) -> None:
+        from talaria.agent.host import SessionHost
+
         self.client = client
         self.config = config
         self.workspace = workspace
-        self.can_ask = can_ask
         self.mode = mode
         self.model = model
+        self.host = SessionHost(config, LspDoors(client, workspace, can_ask=can_ask), editor=True)
         self.session: Session | None = None
         self.running: Running | None = None
-        self._store: Store | None = None
-        self._kernels: KernelPool | None = None
         self._tokens = itertools.count(1)
+        self._after: set[asyncio.Task[None]] = set()
         workspace.on_edit = self._edited
 
     # -- sessions -----------------------------------------------------------------------------
 
-    def current(self) -> Session:
-        return self.session or self.new_session()
+    async def current(self) -> Session:
+        return self.session or await self.new_session()
 
-    def new_session(self) -> Session:
-        from talaria.agent.providers.errors import ProviderError
-        from talaria.agent.runtime import make_provider, new_session, new_session_id, open_store
-        from talaria.tools.execute_code.pool import KernelPool
+    async def new_session(self) -> Session:
+        from talaria.agent.host import ModelFailure
 
-        try:
-            provider = make_provider(self.config, self.model)
-        except ProviderError as exc:
-            raise LspFailure(REQUEST_FAILED, exc.user_message()) from None
         if self.running is not None:
             self.running.scope.cancel()
-        if self.session is not None:
-            self.session.close()
-        if self._store is None:
-            self._store = open_store(self.config)
-        if self._kernels is None:
-            self._kernels = KernelPool()
-        session_id = new_session_id()
-        door = LspDoor(self.client, session_id, self.workspace, can_ask=self.can_ask)
-        self.session = new_session(
-            self.config, cwd=self.workspace.cwd, door=door, provider=provider, store=self._store,
-            session_id=session_id, mode=self.mode, kernels=self._kernels, prestart=True,
-        )
+        if self.session is not None and self.session.id in self.host.sessions:
+            await self.host.close(self.session.id)
+        self.session = None
+        try:
+            self.session = await self.host.open(self.workspace.cwd, model=self.model, mode=self.mode)
+        except ModelFailure as exc:
+            raise LspFailure(REQUEST_FAILED, exc.message) from None
         return self.session
 
     def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-        if self._store is not None:
-            self._store.close()
+        self.host.close_all()
 
     # -- cancelling --------------------------------------------------------------------------
 
@@ -123,8 +131,8 @@ class LspAgent:
         running = self.running
         if running is None:
             return False
-        if not running.session.cancel():
-            running.scope.cancel()  # the request has not reached its turn yet
+        if not self.host.cancel(running.session.id):
+            running.scope.cancel()  # the request has not reached the host yet
         return True
 
     def cancel_request(self, request_id: Any) -> bool:
@@ -141,15 +149,15 @@ class LspAgent:
 
     async def run(self, title: str, content: str, *, request_id: Any = None,
                   token: Any = None) -> dict[str, Any]:
-        """Run `content` (a prompt, or a slash command) as one turn of the current session."""
-        from talaria.agent import commands
-        from talaria.agent.loop import run_turn
-        from talaria.agent.providers.errors import ProviderError
+        """Run `content` (a prompt, or a slash command) as one turn of the current session;
+        the background review, when one is due, runs after the answer is returned."""
+        from talaria.agent.commands import CommandError
+        from talaria.agent.host import ModelFailure
 
         if self.running is not None:
             raise LspFailure(REQUEST_FAILED, "Talaria is still working on the previous request: "
                              "wait for it, or cancel it (talaria.cancel)")
-        session = self.current()
+        session = await self.current()
         door = session.door
         assert isinstance(door, LspDoor)
         token = await self._progress_token(token)
@@ -159,25 +167,35 @@ class LspAgent:
         self._progress(token, {"kind": "begin", "title": "Talaria", "cancellable": True,
                                "message": _first_line(title)})
         started = time.monotonic()
-        reason = "cancelled"
+        reason, after = "cancelled", None
         try:
             with scope:
-                command = commands.parse(content)
-                if command is not None:
-                    reason = await commands.run(session, self.config, *command)
-                else:
-                    reason = await run_turn(session, content)
-        except commands.CommandError as exc:
+                outcome = await self.host.prompt(session, content)
+                reason, after = outcome.stop_reason, outcome.after
+        except CommandError as exc:
             raise LspFailure(INVALID_PARAMS, str(exc)) from None
-        except ProviderError as exc:
-            raise LspFailure(REQUEST_FAILED, exc.user_message()) from None
+        except ModelFailure as exc:
+            raise LspFailure(REQUEST_FAILED, exc.message) from None
         finally:
             door.turn = None
             self.running = None
             summary = _summary(title, reason, turn, time.monotonic() - started)
             self._progress(token, {"kind": "end", "message": summary})
             self.client.notify("window/logMessage", {"type": INFO, "message": f"Talaria: {summary}"})
-        return await self._finish(session, title, reason, turn)
+        answer = await self._finish(session, title, reason, turn)
+        if after is not None:
+            self._later(after)
+        return answer
+
+    def _later(self, after: After) -> None:
+        """Run `after` (the review) on pygls' asyncio loop once the answer is on its way."""
+
+        async def run() -> None:
+            await after()
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._after.add(task)
+        task.add_done_callback(self._after.discard)
 
     async def _finish(self, session: Session, title: str, reason: str, turn: Turn) -> dict[str, Any]:
         path = transcript.transcript_path(self.config.home, session.id)

@@ -32,7 +32,7 @@ from talaria.agent.door import LocalDoor
 from talaria.agent.events import Notice
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.base import Message
-from talaria.agent.runtime import make_provider, new_session
+from talaria.agent.runtime import Opening, make_provider, new_session
 from talaria.agent.session import Session
 
 log = logging.getLogger(__name__)
@@ -151,10 +151,11 @@ def _fork(session: Session, config: Config, snapshot: list[Message]) -> tuple[Se
         provider, history = make_provider(config, config.review_model), digest(snapshot)
     else:
         provider, history = session.provider, list(snapshot)
-    fork = new_session(replace(config, max_turns=REVIEW_MAX_CALLS), cwd=session.cwd, door=door,
-                       provider=provider, store=None, session_id=f"{session.id}-review",
-                       mode="dont_ask", tool_names=REVIEW_TOOLS, history=history)
-    fork.allowed_tools = frozenset(REVIEW_TOOLS)
+    opening = Opening(session.cwd, session_id=f"{session.id}-review", mode="dont_ask",
+                      tool_names=REVIEW_TOOLS, history=history,
+                      allowed_tools=frozenset(REVIEW_TOOLS))
+    fork = new_session(replace(config, max_turns=REVIEW_MAX_CALLS), opening, door=door,
+                       provider=provider, store=None)
     assert fork.tool_state.skills is not None
     fork.tool_state.skills.actor = "review"
     return fork, len(fork.messages)

@@ -1,6 +1,6 @@
 """Run `delegate_task`'s subagents: fresh sessions under the parent's turn, some at a time.
 
-Each subagent is a `Session` built like any other (`spawn` is `runtime.new_session`, passed in
+Each subagent is a `Session` built like any other (`spawn` is `runtime.spawn_subagent`, passed in
 so this module does not import the runtime that wires it), with:
 - its own context: the system prompt, then its goal and context as the one user message;
 - its own execute_code kernel, in a pool of its own (so the front door's kernel cap does not
@@ -110,10 +110,8 @@ class Delegator:
 
     def build(self, door: ChildDoor, tools: list[Any]) -> Session:
         parent = self.parent
-        child = self.spawn(
-            self.config, cwd=parent.cwd, door=door, provider=copy.copy(parent.provider),
-            store=None, mode=parent.permissions.mode, tool_names=(), kernels=KernelPool(max_live=1),
-        )
+        child = self.spawn(self.config, cwd=parent.cwd, door=door, provider=copy.copy(parent.provider),
+                           mode=parent.permissions.mode, kernels=KernelPool(max_live=1))
         child.tools = tools
         child.depth = parent.depth + 1
         # The parent decides its subagents' calls (and their answers hold for it): its mode at

@@ -16,7 +16,7 @@ from talaria.agent.config import load_config
 from talaria.agent.door import LocalDoor
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.factory import create_retrying_provider
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.store import Store
 from talaria.tools.local.workspace import LocalWorkspace
 from tests import ROOT
@@ -55,8 +55,8 @@ def test_kill_9_mid_tool_keeps_every_committed_message(fake_llm, tmp_path: Path)
     # Brought back, the session answers the dangling call and can go on.
     config = load_config(env={"TALARIA_HOME": str(home)})
     provider = create_retrying_provider("openai:fake", env=openai_env(fake_llm))
-    session = new_session(config, cwd=project, door=LocalDoor(LocalWorkspace(project)),
-                          provider=provider, store=store, session_id=record.id, history=messages)
+    session = new_session(config, Opening(project, session_id=record.id, history=messages),
+                          door=LocalDoor(LocalWorkspace(project)), provider=provider, store=store)
     assert_pairs_complete(session.messages)
     assert "Interrupted" in store.messages(record.id)[-1]["content"]
     fake_llm.script([{"text": "It was interrupted; want me to rerun it?"}])

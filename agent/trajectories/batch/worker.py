@@ -41,7 +41,7 @@ DEFAULT_TIMEOUT_S = 1800.0
 """Wall time allowed per task (--task-timeout)."""
 
 _providers: dict[tuple[Any, ...], Any] = {}
-_stores: dict[Path, Any] = {}
+_hosts: dict[Path, Any] = {}
 _temp_home: Path | None = None
 _portal: anyio.from_thread.BlockingPortal | None = None
 _portal_lock = threading.Lock()
@@ -109,14 +109,6 @@ def _provider(config: Any, model: str | None) -> Any:
     return copy.copy(_providers[key])
 
 
-def _store(home: Path) -> Any:
-    from talaria.agent.store import Store
-
-    if home not in _stores:
-        _stores[home] = Store(home / "sessions.db")
-    return _stores[home]
-
-
 def worker_home(job: dict[str, Any]) -> Path:
     global _temp_home
     if job.get("home"):
@@ -126,26 +118,46 @@ def worker_home(job: dict[str, Any]) -> Path:
     return _temp_home
 
 
+class BatchDoors:
+    """The host's `Doors` for batch tasks: the task's directory on disk, events dropped,
+    questions refused (tasks run in bypass: nobody is asked)."""
+
+    def workspace(self, session_id: str, cwd: Path) -> Any:
+        from talaria.tools.local.workspace import LocalWorkspace
+
+        return LocalWorkspace(cwd)
+
+    def door(self, session_id: str, workspace: Any) -> Any:
+        from talaria.agent.door import LocalDoor
+
+        return LocalDoor(workspace)
+
+
+def _host(config: Any) -> Any:
+    """The worker's session host for `config.home`: one store per worker home, no review
+    (a review's model calls and skill writes would leak into measured, parallel tasks)."""
+    from talaria.agent.host import SessionHost
+
+    if config.home not in _hosts:
+        _hosts[config.home] = SessionHost(config, BatchDoors(), editor=False, review=False,
+                                          prestart=False)
+    return _hosts[config.home]
+
+
 async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[str, Any]:
     """Run the job's task to its end; every outcome is a record, none raises."""
     from talaria.agent.config import load_config
-    from talaria.agent.door import LocalDoor
-    from talaria.agent.loop import run_turn
-    from talaria.agent.providers.errors import ProviderError
-    from talaria.agent.runtime import (
-        environment_workspace,
-        new_session,
-        new_session_id,
-        tools_ready,
-    )
-    from talaria.tools.local.workspace import LocalWorkspace
+    from talaria.agent.host import ModelFailure
+    from talaria.agent.runtime import new_session_id
+    from talaria.tools.errors import EnvError
 
     task = job["task"]
     started = time.monotonic()
     status, reason, error = "failed", "setup_error", None
     model = task.get("model") or job.get("model")
     timeout = float(job.get("timeout") or DEFAULT_TIMEOUT_S)
-    session = root = None
+    host = session = root = None
+    session_id = job.get("session_id") or new_session_id()
     try:
         root, cwd = prepare(job, template)
         home = worker_home(job)
@@ -153,37 +165,37 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
                                       "checkpoints": job.get("checkpoints")}), home=home)
         model = model or config.model
         tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
-        session_id = job.get("session_id") or new_session_id()
-        # Each task gets its own computer (a container per task): made here, torn down
-        # with the session below, so a failed task leaves nothing behind.
-        workspace = environment_workspace(
-            config, LocalWorkspace(cwd), session_id, task.get("environment") or job.get("environment"))
-        session = new_session(config, cwd=cwd, door=LocalDoor(workspace),
-                              provider=_provider(config, model), store=_store(home),
-                              mode="bypass", tool_names=tool_names, session_id=session_id)
-        reason = "environment_error"
-        await workspace.active()
+        host = _host(config)
+        # Each task gets its own computer (a container per task): started by the host before
+        # the first model call, torn down with the session below, so a failed task leaves
+        # nothing behind.
+        session = await host.open(
+            cwd, mode="bypass", tool_names=tool_names, session_id=session_id,
+            environment=task.get("environment") or job.get("environment"),
+            provider=_provider(config, model), config=config)
         model = session.provider.name
         if (prime := getattr(session.checkpoints, "prime", None)) is not None:
             prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
         # The SDK import belongs to set-up, not to the first model call's time (model_s).
         warm_models([model])
-        await tools_ready(session, config.mcp_start_timeout)  # MCP servers from config.toml
         reason = "error"
         with anyio.fail_after(timeout):
-            reason = await run_turn(session, task["prompt"])
+            outcome = await host.prompt(session, task["prompt"])
+        reason = outcome.stop_reason
         status = "completed" if reason == "end_turn" else "failed"
     except TimeoutError:
         reason, error = "timeout", f"no result after {timeout:g}s"
-    except ProviderError as exc:
-        reason, error = "provider_error", exc.user_message()
+    except ModelFailure as exc:
+        reason, error = "provider_error", exc.message
+    except EnvError as exc:  # a bad environment name or table, or it could not start
+        reason, error = "environment_error", str(exc)
     except Exception as exc:  # a task's bug must not take the worker (and the batch) down
         error = f"{type(exc).__name__}: {exc}"
     finally:
         messages: list[dict[str, Any]] = []
-        if session is not None:
-            close_session(session)
-            messages = _transcript(session.store, session.id)
+        if host is not None and session is not None:
+            close_session(host, session)
+            messages = _transcript(host.store, session.id)
         if root is not None and not job.get("keep"):
             shutil.rmtree(root, ignore_errors=True)
     return make_record(task, status=status, reason=reason, error=error, messages=messages,
@@ -194,14 +206,13 @@ def _transcript(store: Any, session_id: str) -> list[dict[str, Any]]:
     return [m for m in store.messages(session_id) if m.get("role") != "event"]
 
 
-def close_session(session: Any) -> None:
-    """Run the cleanups tools registered (`Session.close`: the `execute_code` kernel): a
-    worker process runs many tasks, and a kernel left behind would outlive its task."""
-    close = getattr(session, "close", None)
-    if close is None:
-        return
+def close_session(host: Any, session: Any) -> None:
+    """Close the task's session (`Session.close`: the `execute_code` kernel, the container):
+    a worker process runs many tasks, and a kernel left behind would outlive its task."""
     try:
-        close()
+        session.prompts.clear()
+        session.close()
+        host.sessions.pop(session.id, None)
     except Exception as exc:  # cleanup is best effort; the record is what matters
         print(f"talaria batch: closing session {session.id}: {exc}", file=sys.stderr)
 

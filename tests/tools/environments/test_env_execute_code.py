@@ -14,7 +14,7 @@ import pytest
 
 from talaria.agent.config import load_config
 from talaria.agent.door import LocalDoor
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import call_nested
 from talaria.tools.environments.base import EnvWorkspace
@@ -29,8 +29,8 @@ def session_on(ws: EnvWorkspace, project: Path) -> Session:
            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # never called: no model turn here
     config = load_config({}, env=env)
     provider = create_retrying_provider("openai:fake", (), env=env)
-    return new_session(config, cwd=project, door=LocalDoor(ws), provider=provider, store=None,
-                       mode="bypass")
+    return new_session(config, Opening(project, mode="bypass"), door=LocalDoor(ws),
+                       provider=provider, store=None)
 
 
 async def execute(session: Session, code: str, **args: Any) -> dict[str, Any]:

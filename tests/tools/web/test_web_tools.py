@@ -14,7 +14,7 @@ import anyio
 
 from benchmarks.webserver import PageServer
 from talaria.agent.loop import run_turn
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from tests.exec_helpers import execute, output_json
 from tests.helpers import make_session, recorded
@@ -79,8 +79,8 @@ def test_configured_tools_are_offered_to_the_model_and_to_scripts(fake_llm, tmp_
 def test_batch_toolsets_choose_among_the_configured_tools(fake_llm, tmp_path: Path, web: PageServer) -> None:
     session = web_session(fake_llm, tmp_path, web)
     chosen = new_session(
-        _config(session), cwd=session.cwd, door=session.door, provider=session.provider,
-        store=None, tool_names=("read_file", "web_extract"))
+        _config(session), Opening(session.cwd, tool_names=("read_file", "web_extract")),
+        door=session.door, provider=session.provider, store=None)
     assert [t.name for t in chosen.tools] == ["read_file", "web_extract"]
 
 

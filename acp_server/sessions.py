@@ -1,0 +1,238 @@
+"""ACP's session methods over the session host: new, load, resume, fork (unstable), list,
+close, delete, and modes / config options. Each turns params into a host call and the host's
+answer (or error) into ACP's; what follows a session's opening (`announce`: its commands, its
+plan) is sent right after the response.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
+from talaria.acp_server.learning import CommandsUpdates
+from talaria.acp_server.params import cwd_param, mcp_servers_param, param, quoted
+from talaria.agent.host import ModelFailure, NoSuchSession, SessionHost
+
+if TYPE_CHECKING:
+    from talaria.agent.door import FrontDoor
+    from talaria.agent.session import Session
+    from talaria.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 50
+
+
+class ClientInfo:
+    """What the client said of itself in `initialize`."""
+
+    def __init__(self) -> None:
+        self.capabilities: dict[str, Any] = {"fs": {}}
+
+    def has(self, group: str, name: str) -> bool:
+        caps = self.capabilities.get(group)
+        return isinstance(caps, dict) and caps.get(name) is not None
+
+    @property
+    def compaction(self) -> bool:
+        """The client advertised `session.compaction` (ACP compaction updates)."""
+        return self.has("session", "compaction")
+
+
+class AcpDoors:
+    """The host's `Doors` for ACP: tools through the editor, events as `session/update`."""
+
+    def __init__(self, peer: Peer, client: ClientInfo) -> None:
+        self.peer = peer
+        self.client = client
+        self.host: SessionHost | None = None
+        self.config_options: Any = None
+        """Session -> its `configOptions` (set by `AcpSessions`)."""
+
+    def workspace(self, session_id: str, cwd: Path) -> Workspace:
+        from talaria.acp_server.editor_workspace import EditorWorkspace
+        from talaria.tools.local.workspace import LocalWorkspace
+
+        return EditorWorkspace(self.peer, session_id, self.client.capabilities, LocalWorkspace(cwd))
+
+    def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
+        from talaria.acp_server.door import AcpDoor
+
+        assert self.host is not None
+        host = self.host
+        return AcpDoor(
+            self.peer, session_id, workspace, compaction_updates=self.client.compaction,
+            config_options=lambda: self.config_options(host.sessions[session_id]),
+            on_editor_gone=lambda: host.cancel(session_id),
+            elicitation=self.client.has("elicitation", "form"),
+            subagents=isinstance(self.client.capabilities.get("subagents"), dict),
+        )
+
+
+def session_error(exc: NoSuchSession) -> RpcError:
+    where = "was saved" if exc.saved else "is open"
+    return RpcError.resource_not_found(f"no session {quoted(exc.session_id)} {where}",
+                                       sessionId=exc.session_id)
+
+
+class AcpSessions:
+    def __init__(self, host: SessionHost, peer: Peer, client: ClientInfo,
+                 commands: CommandsUpdates) -> None:
+        self.host = host
+        self.peer = peer
+        self.client = client
+        self.commands = commands
+
+    def session(self, params: dict[str, Any]) -> Session:
+        try:
+            return self.host.get(param(params, "sessionId"))
+        except NoSuchSession as exc:
+            raise session_error(exc) from None
+
+    async def new(self, params: dict[str, Any]) -> Reply:
+        cwd = cwd_param(params)
+        servers = tuple(mcp_servers_param(params))
+        session = await self._opened(self.host.open(cwd, mcp_servers=servers))
+        return Reply({"sessionId": session.id, **self.state(session)}, then=self.announce(session))
+
+    async def load(self, params: dict[str, Any]) -> Reply:
+        from talaria.acp_server.history import replay_updates
+
+        session = await self._restore(params)
+        tools = {t.name: t for t in session.current_tools()}
+        assert session.store is not None
+        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
+        for update in replay_updates(transcript, tools, compaction_updates=self.client.compaction):
+            await self.peer.notify("session/update", {"sessionId": session.id, "update": update})
+        return Reply(self.state(session), then=self.announce(session))
+
+    async def resume(self, params: dict[str, Any]) -> Reply:
+        session = await self._restore(params)
+        return Reply(self.state(session), then=self.announce(session))
+
+    async def _restore(self, params: dict[str, Any]) -> Session:
+        session_id = param(params, "sessionId")
+        cwd = cwd_param(params)
+        servers = tuple(mcp_servers_param(params))
+        return await self._opened(self.host.restore(session_id, cwd, mcp_servers=servers))
+
+    async def fork(self, params: dict[str, Any]) -> Reply:
+        """Unstable `session/fork`: a new session with the transcript up to now; the editor's
+        `mcpServers` are connected as for new/load/resume."""
+        source_id = param(params, "sessionId")
+        cwd = cwd_param(params)
+        servers = tuple(mcp_servers_param(params))
+        session = await self._opened(self.host.fork(source_id, cwd, mcp_servers=servers))
+        return Reply({"sessionId": session.id, **self.state(session)},
+                     then=self.announce(session, plan=True))
+
+    async def _opened(self, opening: Any) -> Session:
+        try:
+            session: Session = await opening
+        except NoSuchSession as exc:
+            raise session_error(exc) from None
+        except ModelFailure as exc:
+            raise RpcError.from_model(exc) from None
+        return session
+
+    async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        from talaria.acp_server import updates
+        from talaria.acp_server.params import parse_cursor
+
+        cwd, cursor = params.get("cwd"), params.get("cursor")  # strings or None (ACP_CHECKS)
+        before = parse_cursor(cursor) if cursor else None
+        records = self.host.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
+        page = records[:LIST_PAGE]
+        result: dict[str, Any] = {"sessions": [
+            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": updates.iso(r.updated_at)}
+            for r in page
+        ]}
+        if len(records) > LIST_PAGE:
+            result["nextCursor"] = f"{page[-1].updated_at!r}/{page[-1].id}"
+        return result
+
+    async def close(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.session(params)
+        await self.host.close(session.id)
+        self.commands.forget(session.id)
+        return {}
+
+    async def delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = param(params, "sessionId")
+        try:
+            await self.host.delete(session_id)
+        except NoSuchSession as exc:
+            raise session_error(exc) from None
+        self.commands.forget(session_id)
+        return {}
+
+    def announce(self, session: Session, *, plan: bool = False) -> Any:
+        """`available_commands_update`, sent right after the new/load/resume response; with
+        `plan`, the todo list's plan too (a forked session replays nothing)."""
+        from talaria.acp_server.updates import plan_entries
+        from talaria.tools.todo import plan_entries as todo_plan
+
+        async def send() -> None:
+            await self.commands.send(session, force=True)  # built-in commands and skills
+            if plan and session.tool_state.todos:
+                entries = plan_entries(todo_plan(session.tool_state.todos))
+                await self.peer.notify("session/update", {"sessionId": session.id, "update": {
+                    "sessionUpdate": "plan", "entries": entries}})
+            try:  # the model's SDK loads now, in a worker thread, so the first prompt does not wait
+                await session.provider.warm()
+            except Exception as exc:  # the first prompt reports it, with its cause
+                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+            await self.host.load_turn_modules()
+
+        return send
+
+    # -- modes and config options -----------------------------------------------------------
+
+    def state(self, session: Session) -> dict[str, Any]:
+        from talaria.agent.options import current_mode, mode_choices
+
+        return {
+            "modes": {"currentModeId": current_mode(session), "availableModes": [
+                {"id": c.value, "name": c.name, "description": c.description}
+                for c in mode_choices()
+            ]},
+            "configOptions": self.config_options(session),
+        }
+
+    def config_options(self, session: Session) -> list[dict[str, Any]]:
+        from talaria.agent.options import options
+
+        return [
+            {"id": o.id, "name": o.name, "category": o.category, "type": "select",
+             "currentValue": o.current,
+             "options": [{"value": c.value, "name": c.name} for c in o.choices]}
+            for o in options(session, self.host.config)
+        ]
+
+    async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.session(params)
+        await self._set_option(session, "mode", param(params, "modeId"))
+        return {}
+
+    async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.session(params)
+        await self._set_option(session, param(params, "configId"), params.get("value"))
+        return {"configOptions": self.config_options(session)}
+
+    async def _set_option(self, session: Session, option: str, value: Any) -> None:
+        from talaria.agent.options import OptionError, set_option
+        from talaria.agent.providers.errors import AuthError, BillingError, ProviderError
+
+        try:
+            await set_option(session, self.host.config, option, value)
+        except OptionError as exc:
+            raise RpcError.invalid_params(str(exc)) from None
+        except (AuthError, BillingError) as exc:
+            raise RpcError.auth_required(exc.user_message()) from None
+        except ProviderError as exc:  # e.g. a model name its provider does not know
+            raise RpcError.invalid_params(exc.user_message()) from None
+

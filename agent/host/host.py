@@ -1,0 +1,343 @@
+"""The session host: what every front door does with sessions, written once.
+
+A front door (the ACP server, the LSP door, `talaria run`, a batch worker) keeps only protocol
+translation: params in, events out, the host's errors into its own form. The host owns the
+store and the execute_code kernel pool its sessions share, the table of open sessions, and a
+session's whole life:
+
+    host = SessionHost(config, doors, editor=True)
+    session = await host.open(cwd, mcp_servers=servers)   # or restore / fork
+    outcome = await host.prompt(session, text)             # queued behind a running turn
+    ...answer with outcome.stop_reason; once the answer is out:
+    if outcome.after: await outcome.after()                # the background review
+    host.cancel(session.id); await host.close(session.id); await host.delete(session.id)
+
+Errors a door translates: `ModelFailure` (no model could be made, or a model call failed:
+`setup`, `auth`, a one-line `message`, `data` for programs), `NoSuchSession`, and
+`commands.CommandError` (a slash command's bad argument). An environment that cannot start is
+an `EnvError` for headless doors; editors' sessions fall back to local with a warning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from talaria.agent.config import Config
+from talaria.agent.events import Notice
+from talaria.agent.host.parts import Content, Doors, ModelFailure, NoSuchSession, Outcome
+from talaria.agent.providers.base import Provider
+from talaria.agent.runtime import (
+    Opening,
+    environment_workspace,
+    last_todos,
+    make_provider,
+    new_session,
+    new_session_id,
+    open_store,
+    tools_ready,
+)
+from talaria.agent.session import Session
+from talaria.tools.builtin import DEFAULT_TOOLS
+from talaria.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from talaria.agent.store import Store
+    from talaria.tools.execute_code.pool import KernelPool
+    from talaria.tools.mcp.settings import ServerSpec
+
+log = logging.getLogger(__name__)
+
+TURN_MODULES = ("talaria.agent.loop", "talaria.agent.skills.review")
+"""What a prompt imports that opening a session does not (~0.1 s of module code): imported in a
+worker thread (`load_turn_modules`), never on the event loop."""
+_loaded: set[str] = set()
+
+class SessionHost:
+    """The sessions of one front door. `editor`: an editor's door (sessions ask the user, a
+    bad environment falls back to local, headless `bypass` is not honoured, tools arrive in
+    the background); else headless (`talaria run`, batch: the environment and MCP servers are
+    up before the first model call, or `open` fails). `review`: run the background review
+    after turns (batch opts out: a review's model calls and skill writes would leak into
+    measured, parallel tasks). `prestart`: warm a new session's kernel and checkpoints."""
+
+    def __init__(self, config: Config, doors: Doors, *, editor: bool, review: bool = True,
+                 prestart: bool = True, turn_modules: tuple[str, ...] = ()) -> None:
+        self.config = config
+        self.doors = doors
+        self.editor = editor
+        self.review = review
+        self.prestart = prestart
+        self.turn_modules = (*TURN_MODULES, *turn_modules)
+        self.sessions: dict[str, Session] = {}
+        self.running: dict[str, anyio.CancelScope] = {}
+        """Session id -> the scope of its prompt in progress (admitted, maybe not yet in its
+        turn: `cancel` stops it there too)."""
+        self._store: Store | None = None
+        self._kernels: KernelPool | None = None
+
+    # -- parts -------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """Opened on first use: a door's start stays instant."""
+        if self._store is None:
+            self._store = open_store(self.config)
+        return self._store
+
+    @property
+    def kernels(self) -> KernelPool:
+        """execute_code kernels of all sessions: one pool, so at most MAX_KERNELS live."""
+        if self._kernels is None:
+            from talaria.tools.execute_code.pool import KernelPool
+
+            self._kernels = KernelPool()
+        return self._kernels
+
+    def provider(self, model: str | None = None, config: Config | None = None) -> Provider:
+        """The configured model (or `model`); ModelFailure(setup=True) when none can be made."""
+        from talaria.agent.providers.errors import ProviderError
+
+        try:
+            return make_provider(config or self.config, model)
+        except ProviderError as exc:
+            raise ModelFailure.of(exc, setup=True) from None
+
+    def get(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise NoSuchSession(session_id, saved=False)
+        return session
+
+    def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- opening -----------------------------------------------------------------------------
+
+    async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
+                   mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
+                   tool_names: tuple[str, ...] = DEFAULT_TOOLS, session_id: str | None = None,
+                   provider: Provider | None = None, config: Config | None = None) -> Session:
+        """A new session. `environment`: NAME[:ARG] instead of the configured one; `provider`:
+        one the door already has (a batch worker keeps its SDK clients); `config`: settings of
+        this session alone (a batch task's model and limits), same home."""
+        opening = Opening(cwd, session_id=session_id or new_session_id(), mode=mode,
+                          tool_names=tool_names, mcp_servers=mcp_servers, prestart=self.prestart)
+        return await self._open(opening, model=model, environment=environment,
+                                provider=provider, config=config)
+
+    async def restore(self, session_id: str, cwd: Path, *,
+                      mcp_servers: tuple[ServerSpec, ...] = ()) -> Session:
+        """A saved session brought back (ACP load/resume): its model, mode, title and plan;
+        the open one when it is open already."""
+        from talaria.agent.permissions import MODES
+
+        if session_id in self.sessions:
+            return self.sessions[session_id]
+        record = self.store.get_session(session_id)
+        if record is None:
+            raise NoSuchSession(session_id, saved=True)
+        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
+        history = await anyio.to_thread.run_sync(
+            lambda: self.store.messages(session_id, include_archived=False))
+        if session_id in self.sessions:  # opened by another request meanwhile
+            return self.sessions[session_id]
+        opening = Opening(cwd, session_id=session_id, history=history, title=record.title,
+                          mode=record.mode if record.mode in MODES else None,
+                          todos=last_todos(history), mcp_servers=mcp_servers,
+                          prestart=self.prestart)
+        return await self._open(opening, model=_stored_model(record.model))
+
+    async def fork(self, source_id: str, cwd: Path, *,
+                   mcp_servers: tuple[ServerSpec, ...] = ()) -> Session:
+        """A new session with the source's transcript up to now (what a running turn has
+        committed so far), its model, mode and plan; the source goes on untouched."""
+        source = self.sessions.get(source_id)
+        record = self.store.get_session(source_id)
+        if record is None:
+            raise NoSuchSession(source_id, saved=True)
+        model = source.provider.name if source else _stored_model(record.model)
+        provider = self.provider(model)  # before the copy: a failure leaves no orphan rows
+        fork_id = new_session_id()
+        store = self.store
+        # Copying and parsing a long transcript: megabytes of JSON, in a worker thread (issue 9).
+        await anyio.to_thread.run_sync(store.copy_session, source_id, fork_id)
+        history = await anyio.to_thread.run_sync(
+            lambda: store.messages(fork_id, include_archived=False))
+        title = f"{record.title or 'Untitled'} (fork)"[:80]
+        store.update_session(fork_id, title=title)
+        todos = source.tool_state.todos if source is not None else last_todos(history) or []
+        opening = Opening(cwd, session_id=fork_id, history=history, title=title, todos=todos,
+                          mode=source.permissions.mode if source else None,
+                          mcp_servers=mcp_servers, prestart=self.prestart)
+        return await self._open(opening, provider=provider)
+
+    async def _open(self, opening: Opening, *, model: str | None = None,
+                    environment: str | None = None, provider: Provider | None = None,
+                    config: Config | None = None) -> Session:
+        config = config or self.config
+        provider = provider or self.provider(model, config)
+        if self.editor and opening.mode is None:
+            from talaria.agent.permissions import MODES
+
+            # `bypass` (TALARIA_MODE) is for headless runs: editors ask.
+            opening = replace(opening, mode=config.mode if config.mode in MODES else "default")
+        workspace = self._workspace(config, opening, environment)
+        door = self.doors.door(opening.session_id, workspace)
+        session = None
+        try:
+            if not self.editor:  # a missing engine or host is one line now, not a tool error
+                from talaria.tools.environments.base import environment_of
+
+                if (env := environment_of(workspace)) is not None:
+                    await env.active()
+            session = new_session(config, opening, door=door, provider=provider,
+                                  store=self.store, kernels=self.kernels)
+            if not self.editor:  # headless runs want every tool from the first model call
+                await tools_ready(session, config.mcp_start_timeout)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(session.close if session else _closer(workspace))
+            raise
+        self.sessions[session.id] = session
+        return session
+
+    def _workspace(self, config: Config, opening: Opening, environment: str | None) -> Workspace:
+        """The door's workspace in the session's execution environment (started at its first
+        tool call, or by `_open` for headless doors)."""
+        from talaria.tools.errors import EnvError
+
+        base = self.doors.workspace(opening.session_id, opening.cwd)
+        try:
+            return environment_workspace(config, base, opening.session_id, environment)
+        except EnvError as exc:
+            if not self.editor:
+                raise
+            log.warning("%s; this session runs on local", exc)
+            return environment_workspace(config, base, opening.session_id, "local")
+
+    # -- closing -----------------------------------------------------------------------------
+
+    async def close(self, session_id: str) -> None:
+        """Stop its turn and queued prompts (they answer `cancelled`), then what its tools
+        keep running (a kernel, a background review). NoSuchSession when it is not open."""
+        session = self.get(session_id)
+        session.prompts.clear()
+        self.cancel(session_id)
+        session.close()
+        self.sessions.pop(session_id, None)
+
+    async def delete(self, session_id: str) -> None:
+        """Close it if open, then remove its transcript (NoSuchSession when none was saved)."""
+        if session_id in self.sessions:
+            await self.close(session_id)
+        if not self.store.delete_session(session_id):
+            raise NoSuchSession(session_id, saved=True)
+
+    def cancel(self, session_id: str) -> bool:
+        """Stop the session's running turn, else the prompt waiting to reach it. A cancel
+        with nothing running is a no-op that must not poison the next turn."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        if session.cancel():
+            return True
+        if (scope := self.running.get(session_id)) is not None:
+            scope.cancel()  # the prompt has not reached its turn yet
+            return True
+        return False
+
+    # -- prompts -----------------------------------------------------------------------------
+
+    async def prompt(self, session: Session, text: str,
+                     content: Callable[[], Awaitable[Content]] | None = None) -> Outcome:
+        """One prompt: `text` as typed (slash commands, the queue's preview); `content` makes
+        what the model gets (default: `text`), once the prompt's turn has come. While a turn
+        runs, `/steer` and `/queue` act at once and anything else waits in the session's
+        queue (answered when its own turn ends, in order)."""
+        from talaria.agent import commands
+
+        command = commands.parse(text)
+        if command is not None and command[0] in commands.LIVE:
+            return Outcome(await self._command(session, *command))
+        async with session.prompts.turn(text, lambda ahead: _queued(session, ahead)) as admitted:
+            if not admitted:  # dropped by `/queue clear`
+                return Outcome("cancelled")
+            return await self._turn(session, text, content, command)
+
+    async def _turn(self, session: Session, text: str,
+                    content: Callable[[], Awaitable[Content]] | None,
+                    command: tuple[str, str] | None) -> Outcome:
+        self.running[session.id] = scope = anyio.CancelScope()
+        try:
+            # A cancel may come while the door reads the prompt (resource links through the
+            # editor) or during a slash command: before run_turn has a scope, this one catches it.
+            with scope:
+                await self.load_turn_modules()
+                from talaria.agent.loop import run_turn
+                from talaria.agent.skills.commands import expand
+                from talaria.agent.skills.review import after_turn
+
+                body: Content = await content() if content is not None else text
+                if command is not None:
+                    return Outcome(await self._command(session, *command))
+                blocks = body if isinstance(body, list) else [{"type": "text", "text": body}]
+                body = expand(session, text, blocks) or body  # `/SKILL task`
+            if scope.cancel_called:
+                return Outcome("cancelled")
+            reason = await self._model_call(run_turn(session, body))
+            return Outcome(reason, after_turn(session, self.config) if self.review else None)
+        finally:
+            if self.running.get(session.id) is scope:
+                del self.running[session.id]
+
+    async def _command(self, session: Session, name: str, arg: str) -> str:
+        from talaria.agent import commands
+
+        return await self._model_call(commands.run(session, self.config, name, arg))
+
+    async def _model_call(self, call: Awaitable[str]) -> str:
+        from talaria.agent.providers.errors import ProviderError
+
+        try:
+            return await call
+        except ProviderError as exc:
+            raise ModelFailure.of(exc) from None
+
+    async def load_turn_modules(self) -> None:
+        """Import the turn's modules in a worker thread, once per process. Not on the event
+        loop: 0.1 s there held up every other request; and a module another thread is still
+        importing would block the loop on its import lock, which is why a first prompt waits
+        here, in the loop's terms, rather than importing them itself."""
+        missing = [m for m in self.turn_modules if m not in _loaded]
+        if missing:
+            await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in missing])
+            _loaded.update(missing)
+
+
+async def _queued(session: Session, ahead: int) -> None:
+    """The notice a prompt gets when it waits for the running turn."""
+    await session.door.emit(Notice(
+        f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
+        "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))
+
+
+def _stored_model(model: str | None) -> str | None:
+    """A stored session's model when it names a provider (`openai:...`), else the configured."""
+    return model if ":" in (model or "") else None
+
+
+def _closer(workspace: Workspace) -> Callable[[], None]:
+    close = getattr(workspace, "close", None)
+    return close if callable(close) else (lambda: None)

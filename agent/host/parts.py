@@ -1,0 +1,72 @@
+"""What a session host and its front doors exchange: the door factory a door gives the host
+(`Doors`), a prompt's end (`Outcome`), and the errors a door translates into its own form
+(`ModelFailure`, `NoSuchSession`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from talaria.agent.door import FrontDoor
+from talaria.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from talaria.agent.providers.errors import ProviderError
+
+Content = str | list[dict[str, Any]]
+After = Callable[[], Awaitable[None]]
+
+
+class Doors(Protocol):
+    """How a front door makes the door of each session the host opens for it."""
+
+    def workspace(self, session_id: str, cwd: Path) -> Workspace:
+        """The door's own workspace (the editor's buffers, the disk); the host puts it in the
+        session's execution environment."""
+        ...
+
+    def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
+        """The session's door, acting through `workspace`."""
+        ...
+
+
+class ModelFailure(Exception):
+    """No model could be made for a session (`setup`: missing or bad configuration), or a
+    model call failed (`auth`: credentials missing or refused). `message` is one line: the
+    cause and what to do; `data` classifies it for programs."""
+
+    def __init__(self, message: str, *, auth: bool, setup: bool = False,
+                 data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.auth = auth
+        self.setup = setup
+        self.data = data or {}
+
+    @classmethod
+    def of(cls, exc: ProviderError, *, setup: bool = False) -> ModelFailure:
+        from talaria.agent.providers.errors import AuthError
+
+        return cls(exc.user_message(), auth=isinstance(exc, AuthError), setup=setup,
+                   data=exc.to_data())
+
+
+class NoSuchSession(LookupError):
+    """A session id that is not open (`saved` False) or not in the store (`saved` True)."""
+
+    def __init__(self, session_id: str, *, saved: bool) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+        self.saved = saved
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A prompt's end: the stop reason to answer with, and what runs once it is out."""
+
+    stop_reason: str
+    after: After | None = None
+    """The background review (`skills.review.after_turn`) when one is due: the door runs it
+    after its answer, so the turn never waits for it."""
