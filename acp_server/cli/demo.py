@@ -34,7 +34,7 @@ async def drive(prompt: str, project: Path, env: dict[str, str], view: TerminalV
 
     async with AcpClient(env=env, cwd=project, permission=allow_all, on_update=view.update) as client:
         await client.initialize()
-        session_id = await client.new_session(project)
+        session_id = await client.open_session(project)
         reason = await client.prompt(session_id, prompt)
         return reason, session_id, len(client.writes)
 

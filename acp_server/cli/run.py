@@ -210,7 +210,7 @@ async def run_over_acp(
     permission = allow_all if yes else policy or TerminalAsker()
     async with AcpClient(env=env, cwd=cwd, permission=permission, on_update=view.update) as client:
         await client.initialize()
-        session_id = await client.new_session(cwd)
+        session_id = await client.open_session(cwd)
         if flags.get("mode"):
             await client.set_mode(session_id, flags["mode"])
         return await client.prompt(session_id, prompt), session_id

@@ -6,7 +6,7 @@
     async def main() -> None:
         async with AcpClient(permission=allow_all) as client:  # spawns `python -m talaria.acp_server acp`
             await client.initialize()                           # fs + terminal advertised
-            session = await client.new_session("/abs/path/to/project")
+            session = await client.open_session("/abs/path/to/project")
             reason = await client.prompt(session, "Fix the failing test")
             print(reason, [write.path for write in client.writes])
 
@@ -220,7 +220,7 @@ class AcpClient:
         })
         return self.agent
 
-    async def new_session(self, cwd: str | Path, mcp_servers: Sequence[JsonObject] = ()) -> str:
+    async def open_session(self, cwd: str | Path, mcp_servers: Sequence[JsonObject] = ()) -> str:
         """Start a session in `cwd` (made absolute); returns its id."""
         cwd = Path(os.path.abspath(cwd))
         result = await self._request("session/new", {"cwd": str(cwd), "mcpServers": list(mcp_servers)})

@@ -82,9 +82,9 @@ def register(server: Host, work_done: contextvars.ContextVar[Any]) -> None:
         return {"cancelled": ls.agent.cancel() if ls.agent is not None else False}
 
     @server.command("talaria.newSession")
-    async def new_session(ls: Any, *args: Any) -> dict[str, Any]:
+    async def fresh_session(ls: Any, *args: Any) -> dict[str, Any]:
         try:
-            session = await ls.start_agent().new_session()
+            session = await ls.start_agent().fresh_session()
         except LspFailure as exc:
             raise JsonRpcException(exc.message, code=exc.code) from None
         return {"sessionId": session.id}

@@ -105,9 +105,9 @@ class LspAgent:
     # -- sessions -----------------------------------------------------------------------------
 
     async def current(self) -> Session:
-        return self.session or await self.new_session()
+        return self.session or await self.fresh_session()
 
-    async def new_session(self) -> Session:
+    async def fresh_session(self) -> Session:
         from talaria.agent.host import ModelFailure
 
         if self.running is not None:

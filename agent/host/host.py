@@ -187,7 +187,8 @@ class SessionHost:
                     environment: str | None = None, provider: Provider | None = None,
                     config: Config | None = None) -> Session:
         config = config or self.config
-        provider = provider or self.provider(model, config)
+        if self.editor:  # no model, no session: nothing else is built
+            provider = provider or self.provider(model, config)
         if self.editor and opening.mode is None:
             from talaria.agent.permissions import MODES
 
@@ -202,6 +203,8 @@ class SessionHost:
 
                 if (env := environment_of(workspace)) is not None:
                     await env.active()
+            # Headless: the environment's error first (`--env nope` says so, model or not).
+            provider = provider or self.provider(model, config)
             session = new_session(config, opening, door=door, provider=provider,
                                   store=self.store, kernels=self.kernels)
             if not self.editor:  # headless runs want every tool from the first model call

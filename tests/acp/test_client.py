@@ -86,7 +86,7 @@ def test_a_multi_turn_task_goes_through_the_editor_path_and_can_be_reloaded(
                              trace=trace) as client:
             info = await client.initialize()
             assert info["protocolVersion"] == 1 and info["agentInfo"]["name"] == "talaria"
-            session = await client.new_session(project)
+            session = await client.open_session(project)
             first = await client.prompt(session, "Change hello to goodbye")
             second = await client.prompt(session, [{"type": "text", "text": "Thanks"}])
             return session, first, second, client
@@ -144,7 +144,7 @@ def test_without_the_terminal_capability_the_agent_runs_commands_itself(
     async def main() -> AcpClient:
         async with AcpClient(env=agent_env(tmp_path / "home", fake_llm), permission=allow_all) as client:
             await client.initialize(terminal=False)
-            session = await client.new_session(project)
+            session = await client.open_session(project)
             assert await client.prompt(session, "run it") == "end_turn"
             return client
 
@@ -166,7 +166,7 @@ def test_a_rejected_edit_leaves_the_file_alone(fake_llm: FakeLLM, project: Path,
     async def main() -> AcpClient:
         async with AcpClient(env=agent_env(tmp_path / "home", fake_llm), permission=policy) as client:
             await client.initialize()
-            session = await client.new_session(project)  # mode "default": edits ask
+            session = await client.open_session(project)  # mode "default": edits ask
             assert await client.prompt(session, "edit it") == "end_turn"
             return client
 
@@ -187,7 +187,7 @@ def test_cancel_kills_the_running_terminal_and_the_next_turn_works(
     async def main() -> tuple[str, float, AcpClient]:
         async with AcpClient(env=agent_env(tmp_path / "home", fake_llm), permission=allow_all) as client:
             await client.initialize()
-            session = await client.new_session(project)
+            session = await client.open_session(project)
             started = time.monotonic()
             async with anyio.create_task_group() as tg:
                 async def cancel_when_running() -> None:
@@ -225,7 +225,7 @@ def test_cancel_answers_a_pending_permission_question_cancelled(
         async with AcpClient(env=agent_env(tmp_path / "home", fake_llm), permission=never_answers,
                              trace=trace) as client:
             await client.initialize()
-            session = await client.new_session(project)
+            session = await client.open_session(project)
             async with anyio.create_task_group() as tg:
                 async def cancel_when_asked() -> None:
                     await asking.wait()
@@ -315,7 +315,7 @@ def test_an_agent_error_surfaces_as_rpc_error(tmp_path: Path, project: Path) -> 
     async def main() -> None:
         async with AcpClient(env=agent_env(tmp_path / "home")) as client:  # no model configured
             await client.initialize()
-            await client.new_session(project)
+            await client.open_session(project)
 
     with pytest.raises(RpcError) as info:
         anyio.run(main)

@@ -1,6 +1,7 @@
 """Picking an environment from every door: config.toml and TALARIA_ENVIRONMENT, `talaria run
 --env`, a batch task's "environment" field (a container per task, none left after), the ACP
-config option, `talaria env check`; bad names and missing engines are one line."""
+config option, the LSP door (the host's environment, as ACP's), `talaria env check`; bad names
+and missing engines are one line."""
 
 from __future__ import annotations
 
@@ -125,3 +126,23 @@ def test_env_check_lines(tmp_path: Path, image: str, sshd: Sshd) -> None:
     assert one.returncode == 0 and one.stdout.startswith(f"ok  docker:{image}: podman version")
     bad = talaria("env", "check", "nope", home=tmp_path, cwd=tmp_path)
     assert bad.returncode == 1 and "unknown environment" in bad.stdout
+
+
+@pytest.mark.asyncio
+async def test_lsp_sessions_run_their_commands_in_the_configured_environment(
+        tmp_path: Path, fake_llm, image: str) -> None:
+    from tests.lsp.lsp_editor import lsp_editor
+
+    fake_llm.script([{"tool_calls": [llm_call("terminal", command="cat /proc/1/cmdline")]},
+                     {"text": "In a container."}])
+    async with lsp_editor(tmp_path, fake_llm, env={"TALARIA_ENVIRONMENT": f"docker:{image}"}) as ed:
+        result = await ed.command("talaria.ask", "where am I")
+        mine = f"talaria-{result['sessionId'][:16]}"
+        assert mine in containers()  # the session's own container, up while it is open
+        cards = json.dumps(ed.updates_of("tool_call_update"))
+        titles = [u["title"] for u in ed.updates_of("tool_call")]
+    assert result["stopReason"] == "end_turn"
+    assert "while :; do sleep" in cards  # the container's idle loop: the command ran in there
+    assert "[on container talaria-" in titles[0]
+    assert mine not in containers()  # shut down with the server
+

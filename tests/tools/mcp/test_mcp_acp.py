@@ -151,3 +151,27 @@ def test_http_and_sse_servers_from_the_editor(tmp_path: Path, fake_llm) -> None:
         cards = check_turn(ed, sid, prompt_id)
         assert final(cards["h1"])["content"][0]["content"]["text"] == "remote: hi"
         assert final(cards["s1"])["content"][0]["content"]["text"] == "stream: yo"
+
+
+def test_a_fork_connects_the_editors_servers(tmp_path: Path, fake_llm) -> None:
+    """`session/fork` carries `mcpServers` (ForkSessionRequest) like new/load/resume: the fork
+    offers the server's tools and a call reaches the server."""
+    tag = f"fork{secrets.token_hex(3)}"
+    with Editor(tmp_path, fake_llm, unstable=True) as ed:
+        ed.initialize()
+        source = ed.new_session()
+        assert ed.prompt(source, "hello")["stopReason"] == "end_turn"
+        assert f"mcp__{tag}__add" not in offered(fake_llm)
+        fork = ed.request("session/fork", {"sessionId": source, "cwd": str(ed.project),
+                                           "mcpServers": [acp_entry(tag)]})["sessionId"]
+        until_offered(ed, fork, fake_llm, f"mcp__{tag}__add")
+        fake_llm.script([
+            {"tool_calls": [{"id": "f1", "name": f"mcp__{tag}__add", "arguments": {"a": 2, "b": 3}}]},
+            {"text": "It is 5."},
+        ])
+        assert ed.prompt(fork, "add them", timeout=PATIENCE)["stopReason"] == "end_turn"
+        tool_message = next(m for m in fake_llm.requests[-1]["json"]["messages"] if m["role"] == "tool")
+        assert json.loads(tool_message["content"]) == {"content": "5"}
+        assert tagged(tag)
+        ed.request("session/close", {"sessionId": fork})
+        assert wait_gone(tag), "the fork's servers die with it"
