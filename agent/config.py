@@ -18,6 +18,7 @@ from typing import Any
 from talaria.agent import config_checks as check
 from talaria.tools.execute_code.env import MODES as EXEC_MODES
 from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
+from talaria.tools.home import talaria_home
 from talaria.tools.mcp.settings import CALL_TIMEOUT_S as MCP_CALL_TIMEOUT_S
 from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
 from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
@@ -225,9 +226,6 @@ class Field:
     coerce: Callable[[str, Any], Any]
 
 
-def talaria_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    return Path(env.get("TALARIA_HOME") or Path.home() / ".talaria").expanduser()
 
 
 def load_credentials(home: Path) -> dict[str, str]:

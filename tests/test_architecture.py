@@ -16,7 +16,7 @@ from tests import ROOT
 
 PACKAGES = ("acp_server", "agent", "tools")
 MAX_LINES = 400
-"""STYLE.md: a module past ~400 lines is two ideas."""
+"""AGENTS.md's guardrail (the team's style guide): a module past ~400 lines is two ideas."""
 
 
 def test_the_layer_contracts_hold() -> None:

@@ -135,7 +135,9 @@ class Sensitive:
     def _talaria(self) -> Path:
         if self.talaria_home is not None:
             return self.talaria_home
-        return Path(os.environ.get("TALARIA_HOME") or self.home / ".talaria").expanduser()
+        from talaria.tools.home import talaria_home
+
+        return talaria_home(user_home=self.home)
 
     def _patterns(self) -> list[str]:
         out = []

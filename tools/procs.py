@@ -60,8 +60,9 @@ _watchdog_owner = 0
 
 
 def records_dir(home: Path | None = None) -> Path:
-    base = home or _home or Path(os.environ.get("TALARIA_HOME") or Path.home() / ".talaria")
-    return Path(base).expanduser().joinpath(*RECORDS)
+    from talaria.tools.home import talaria_home
+
+    return Path(home or _home or talaria_home()).expanduser().joinpath(*RECORDS)
 
 
 def _stat(pid: int) -> list[bytes] | None:

@@ -180,7 +180,9 @@ class CloudEnvironment:
         self.backend = spec.backend
         self.cwd = cwd
         self.settings = spec.settings
-        self.state_file = (home or Path.home() / ".talaria") / "environments" / (
+        from talaria.tools.home import talaria_home
+
+        self.state_file = (home or talaria_home()) / "environments" / (
             f"{self.backend}-{hashlib.sha256(str(cwd).encode()).hexdigest()[:12]}.json")
         self.adapter: Any = None
         self.workspace: CloudWorkspace | None = None

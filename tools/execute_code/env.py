@@ -72,8 +72,9 @@ class ExecSettings:
     def cache(self) -> Path:
         if self.cache_dir is not None:
             return self.cache_dir
-        home = os.environ.get("TALARIA_HOME") or Path.home() / ".talaria"
-        return Path(home).expanduser() / "cache" / "exec"
+        from talaria.tools.home import talaria_home
+
+        return talaria_home() / "cache" / "exec"
 
 
 def looks_secret(name: str) -> bool:

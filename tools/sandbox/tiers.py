@@ -181,7 +181,9 @@ def default_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """Credential stores under $HOME and $TALARIA_HOME (the same default as talaria.agent.config)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
-    talaria = Path(env.get("TALARIA_HOME") or home / ".talaria").expanduser()
+    from talaria.tools.home import talaria_home
+
+    talaria = talaria_home(env, home)
     return (*(home / name for name in HIDDEN_IN_HOME), talaria)
 
 

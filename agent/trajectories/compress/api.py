@@ -33,9 +33,6 @@ from talaria.agent.trajectories.compress.worker import (
 
 __all__ = ["DEFAULTS", "CompressOptions", "compress_file", "make_counter", "plan_line"]
 
-PROGRESS_EVERY_S = 5.0
-
-
 def metrics_path(output: Path) -> Path:
     stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
     return output.with_name(f"{stem}.metrics.json")
