@@ -25,7 +25,7 @@ from talaria.acp_server.updates import (
 )
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
-from talaria.tools.handoffs import Answer, Question
+from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,14 @@ class AcpDoor:
     async def notify(self, update: dict[str, Any]) -> None:
         self.last_sent = time.monotonic()
         await self.peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    @property
+    def clarifier(self) -> Clarifier:
+        return self.question
+
+    @property
+    def root(self) -> AcpDoor:
+        return self
 
     async def question(self, question: Question) -> Answer:
         """Ask the user (the `clarify` tool); a cancelled question cancels the turn."""

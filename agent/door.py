@@ -13,6 +13,7 @@ from typing import Protocol
 
 from talaria.agent.events import Event
 from talaria.agent.permissions import PermissionAsk, deny_all
+from talaria.tools.handoffs import Clarifier
 from talaria.tools.workspace import Workspace
 
 
@@ -30,6 +31,16 @@ class FrontDoor(Protocol):
         """Ask the user about a tool call: one of `permissions.OPTIONS`, or "cancelled"."""
         ...
 
+    @property
+    def clarifier(self) -> Clarifier | None:
+        """How this door asks the user the `clarify` tool's questions; None: it cannot."""
+        ...
+
+    @property
+    def root(self) -> FrontDoor:
+        """The door of the user's session: itself, except a subagent's (its parent's root)."""
+        ...
+
 
 async def _drop(event: Event) -> None:
     return None
@@ -43,6 +54,11 @@ class LocalDoor:
     workspace: Workspace
     on_event: Callable[[Event], Awaitable[None]] = field(default=_drop)
     asker: Callable[[PermissionAsk], Awaitable[str]] = field(default=deny_all)
+    clarifier: Clarifier | None = None
+
+    @property
+    def root(self) -> FrontDoor:
+        return self
 
     async def emit(self, event: Event) -> None:
         await self.on_event(event)

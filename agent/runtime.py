@@ -192,7 +192,7 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
         from talaria.agent.subagents import Delegator
 
         session.tool_state.delegate = Delegator(config, session, spawn_subagent)
-    question = getattr(session.door, "question", None)
+    question = session.door.clarifier
     if question is not None:
         session.tool_state.clarify = _clarifier(session, question)
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from talaria.acp_server.updates import compaction, to_update
 from talaria.agent import events as ev
 from talaria.agent.permissions import PermissionAsk
+from talaria.tools.handoffs import Clarifier
 from talaria.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,13 @@ class LspDoor:
         """The client advertised `window.showMessage` (showMessageRequest)."""
         self.turn: Turn | None = None
         """The request being served, while one runs."""
+
+    clarifier: Clarifier | None = None
+    """`clarify` has no question UI over LSP: the tool tells the model so."""
+
+    @property
+    def root(self) -> LspDoor:
+        return self
 
     async def emit(self, event: ev.Event) -> None:
         turn = self.turn

@@ -73,7 +73,7 @@ class Delegator:
             if isinstance(chosen, str):
                 return {"error": chosen}
             tools.append(chosen)
-        root = getattr(self.parent.door, "root", self.parent.door)
+        root = self.parent.door.root
         runs = [Run(self, i, task, f"{request.tool_call_id}-sub{i}", chosen, root)
                 for i, (task, chosen) in enumerate(zip(request.tasks, tools, strict=True), 1)]
         for run in runs:  # every card first: a permission request never precedes its card

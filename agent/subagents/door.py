@@ -18,6 +18,7 @@ from typing import Any
 from talaria.agent import events as ev
 from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import WRITE_KINDS, PermissionAsk
+from talaria.tools.handoffs import Clarifier
 from talaria.tools.workspace import Workspace
 
 PROGRESS_LINES = 40
@@ -41,6 +42,9 @@ class ChildDoor:
     @property
     def workspace(self) -> Workspace:
         return self.root.workspace
+
+    clarifier: Clarifier | None = None
+    """A subagent asks the user nothing of its own (its parent may)."""
 
     async def emit(self, event: ev.Event) -> None:
         match event:
