@@ -24,7 +24,7 @@ from talaria.acp_server.updates import (
     to_update,
 )
 from talaria.agent import events as ev
-from talaria.agent.permissions import PermissionAsk
+from talaria.agent.permissions import UNASKED, PermissionAsk
 from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.workspace import Workspace
 
@@ -105,9 +105,9 @@ class AcpDoor:
                  "options": PERMISSION_OPTIONS},
                 timeout=None,
             )
-        except RpcError as exc:  # a client that cannot ask: nothing was allowed
+        except RpcError as exc:  # a client that cannot ask: nobody allowed it, nobody refused
             log.warning("session/request_permission failed: %s", exc)
-            return "reject_once"
+            return UNASKED
         except PeerError:  # the editor is gone: nobody can answer, stop the turn
             self._on_editor_gone()
             return "cancelled"

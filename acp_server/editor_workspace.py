@@ -167,8 +167,27 @@ class EditorWorkspace:
         except RpcError as exc:
             if reading is not None and (exc.code == NOT_FOUND or not reading.exists()):
                 raise FileNotFoundError(str(reading)) from None
-            raise WorkspaceError(f"the editor's {method} failed: {exc.message}") from None
+            raise WorkspaceError(f"the editor's {method} failed: {editor_reason(exc)}") from None
         except PeerError as exc:
             raise WorkspaceError(f"the editor did not answer {method}: {exc}") from None
         return result if isinstance(result, dict) else {}
 
+
+
+REASON_CHARS = 300
+"""Characters of an editor's error message and details kept for the model and the user."""
+
+
+def editor_reason(exc: RpcError) -> str:
+    """What the editor said of a refused request: its message, and its `data` (a string, or
+    the `details` / `message` / `reason` of an object) when that says more, e.g. acpx's
+    "Internal error" with `data.details: "Permission denied for fs/read_text_file (--deny-all)"`."""
+    data = exc.data
+    if isinstance(data, dict):
+        data = next((data[k] for k in ("details", "message", "reason") if isinstance(data.get(k), str)),
+                    None)
+    parts = [exc.message.strip() or f"error {exc.code}"]
+    if isinstance(data, str) and data.strip() and data.strip() not in parts[0]:
+        parts.append(data.strip())
+    text = ": ".join(parts)
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"

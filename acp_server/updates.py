@@ -69,9 +69,12 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
         case ev.ThoughtChunk(text=text):
             return {"sessionUpdate": "agent_thought_chunk", "content": text_block(text)}
         case ev.ToolCallStarted():
+            # A command's card is the command: its cwd as a location made clients label it
+            # "Execute: /path/to/project" (CodeCompanion) or list it as a file (acpx).
+            shown = () if event.kind == "execute" else event.locations
             return {"sessionUpdate": "tool_call", "toolCallId": event.id, "title": event.title,
-                    "kind": event.kind, "status": "pending", "locations": locations(event.locations),
-                    "rawInput": event.raw_input}
+                    "name": event.name, "kind": event.kind, "status": "pending",
+                    "locations": locations(shown), "rawInput": event.raw_input}
         case ev.ToolCallUpdated(id=call_id, status=status, content=content):
             update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
             if status:
@@ -79,9 +82,11 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
             if content:
                 update["content"] = [tool_content(c) for c in content]
             return update
-        case ev.ToolCallFinished(id=call_id, status=status, content=content):
+        case ev.ToolCallFinished(id=call_id, status=status, content=content, result=result):
+            # rawOutput: the result the model got, for clients that keep an observation
+            # (Harbor's trajectory writer, log views); the content is what people look at.
             return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status,
-                    "content": [tool_content(c) for c in content]}
+                    "content": [tool_content(c) for c in content], "rawOutput": result}
         case ev.PlanUpdated(entries=entries):
             return {"sessionUpdate": "plan", "entries": plan_entries(entries)}
         case ev.UsageUpdated(used=used, size=size):

@@ -88,7 +88,10 @@ class PermissionAsk:
 
 
 Asker = Callable[[PermissionAsk], Awaitable[str]]
-"""Returns one of OPTIONS, or "cancelled"."""
+"""Returns one of OPTIONS, "cancelled", or UNASKED."""
+UNASKED = "unasked"
+"""An asker's answer when nobody could be asked (the editor has no permission UI: its
+`session/request_permission` failed): refused, but not as the user's refusal."""
 Preview = Callable[[], Awaitable[dict[str, Any] | None]]
 """Computes an edit's diff for the question (`PermissionAsk.diff`), only when one is asked."""
 
@@ -192,6 +195,8 @@ class Permissions:
             if kind in WRITE_KINDS:
                 self.rejected_paths.difference_update(str(p) for p in paths)
             return self._allowed(kind, paths)  # the user saw this call: it runs as asked
+        if answer == UNASKED:  # nobody said no: nothing is remembered as rejected
+            return Decision(unasked_refusal(kind))
         if kind in WRITE_KINDS:
             self.rejected_paths.update(str(p) for p in paths)
         if answer == "cancelled":
@@ -311,3 +316,17 @@ def _mentions(command: str, path: str, roots: tuple[Path, ...]) -> bool:
         if relative in command:
             return True
     return False
+
+
+def unasked_refusal(kind: str) -> str:
+    """The result of a call nobody could be asked about, with what would allow it: the modes
+    that run this kind of call without a question (never one that would not)."""
+    allow = {
+        "edit": "switch the session's mode to accept_edits (edits in the project) or auto",
+        "delete": "switch the session's mode to accept_edits (edits in the project) or auto",
+        "move": "switch the session's mode to accept_edits (edits in the project) or auto",
+        "execute": "switch the session's mode to auto (commands run in the sandbox)",
+    }.get(kind, "use an editor that can show permission questions, or allow it with 'allow "
+                "always' there once")
+    return ("Not run: the editor could not ask the user about this call (it cannot show "
+            f"permission questions), so nobody allowed it. To allow it, {allow}.")

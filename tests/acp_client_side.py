@@ -13,7 +13,7 @@ from typing import Any
 
 
 class ClientError(Exception):
-    """Answer the agent's request with this JSON-RPC error: (code, message)."""
+    """Answer the agent's request with this JSON-RPC error: (code, message[, data])."""
 
 
 NO_REPLY = object()

@@ -336,7 +336,10 @@ class Editor(ClientSide):
         try:
             outcome = handler(params, rid)
         except ClientError as exc:
-            return self._reply(rid, error={"code": exc.args[0], "message": exc.args[1]})
+            error = {"code": exc.args[0], "message": exc.args[1]}
+            if len(exc.args) > 2:  # the error's `data` (acpx: {"details": "Permission denied..."})
+                error["data"] = exc.args[2]
+            return self._reply(rid, error=error)
         time.sleep(self.delays.get(method, 0))
         if outcome is not NO_REPLY:
             self._reply(rid, outcome)

@@ -272,6 +272,11 @@ class SessionHost:
         from talaria.agent import commands
 
         command = commands.parse(text)
+        if command is not None and command[0] == "steer" and command[1] and not session.prompts.busy:
+            # Nothing to steer: an editor would show an error for a note the user meant to send.
+            await session.door.emit(Notice("No turn was running to steer, so the note was sent "
+                                           "as a prompt."))
+            text, content, command = command[1], None, None
         if command is not None and command[0] in commands.LIVE:
             return Outcome(await self._command(session, *command))
         async with session.prompts.turn(text, lambda ahead: _queued(session, ahead)) as admitted:

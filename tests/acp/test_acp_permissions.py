@@ -179,13 +179,14 @@ def test_a_rejected_edit_cannot_be_slipped_through_the_terminal(tmp_path: Path, 
     assert (ed.project / "foo.py").read_text() == "a = 1\n"
 
 
-def test_a_client_that_fails_the_permission_request_rejects_the_call(tmp_path: Path, fake_llm) -> None:
+def test_a_client_that_fails_the_permission_request_refuses_the_call_unasked(tmp_path: Path, fake_llm) -> None:
     fake_llm.script([{"tool_calls": [call("write_file", path="a.txt", content="a")]}, {"text": "ok"}])
     with Editor(tmp_path, fake_llm, permission="error") as ed:
         sid = session(ed, "default")
         (card,) = run(ed, sid).values()
     assert final(card)["status"] == "failed" and not ed.writes
-    assert "rejected" in tool_results(fake_llm)[card[0]["toolCallId"]]["error"]
+    error = tool_results(fake_llm)[card[0]["toolCallId"]]["error"]
+    assert "could not ask" in error and "rejected" not in error  # nobody said no (issue 27)
 
 
 def test_the_headless_bypass_mode_never_reaches_an_editor_session(tmp_path: Path, fake_llm) -> None:
