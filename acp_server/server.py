@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 AUTH_METHOD = "setup"
+"""The terminal method: the client runs `talaria setup` (only for clients that say they can)."""
+ENV_METHOD = "environment"
+"""The agent method every client can use: `authenticate` checks the configured model."""
 
 
 class AcpServer:
@@ -83,19 +86,35 @@ class AcpServer:
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
-            "authMethods": [{
+            "authMethods": self._auth_methods(caps),
+        }
+
+    def _auth_methods(self, caps: dict[str, Any]) -> list[dict[str, Any]]:
+        """A `terminal` method only for a client that sets `auth.terminal` (the schema says
+        MUST); an `agent` method for every client, saying where the model and key come from."""
+        methods: list[dict[str, Any]] = []
+        auth = caps.get("auth")
+        if isinstance(auth, dict) and auth.get("terminal") is True:
+            methods.append({
                 "id": AUTH_METHOD, "name": "Configure a model",
                 "description": "Choose a provider and enter its API key (runs `talaria setup`).",
-                "type": "terminal", "args": ["setup"],
-            }],
-        }
+                "type": "terminal", "args": ["setup"]})
+        methods.append({
+            "id": ENV_METHOD, "name": "Use the configured model",
+            "description": "Talaria reads its model and key from the environment the editor "
+                           "starts it with (TALARIA_MODEL, e.g. openai:gpt-4.1, and "
+                           "OPENAI_API_KEY or ANTHROPIC_API_KEY) or from what `talaria setup`, "
+                           "run once in a terminal, stored."})
+        return methods
 
     async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
         from talaria.agent.host import ModelFailure
 
         method = param(params, "methodId")
-        if method != AUTH_METHOD:
-            raise RpcError.invalid_params(f"unknown auth method {method!r}; use {AUTH_METHOD!r}")
+        # `setup` too: clients without terminal auth have sent it (the schema forbids it, but
+        # checking the configuration is the honest answer either way).
+        if method not in (ENV_METHOD, AUTH_METHOD):
+            raise RpcError.invalid_params(f"unknown auth method {method!r}; use {ENV_METHOD!r}")
         try:
             self.host.provider()  # fails with how-to when nothing is configured
         except ModelFailure as exc:

@@ -13,9 +13,11 @@ COMMANDS = {"compact", "model", "mode", "context", "clear", "skills", "steer", "
             "checkpoints", "restore", "mcp"}
 
 
-def test_initialize_answers_v1_with_capabilities_info_and_a_terminal_auth_method(tmp_path: Path, fake_llm) -> None:
+def test_initialize_answers_v1_with_capabilities_info_and_auth_methods_the_client_can_use(tmp_path: Path, fake_llm) -> None:
     with Editor(tmp_path, fake_llm) as ed:
         result = ed.initialize(version=2)  # a newer client: we still speak 1
+        terminal = ed.request("initialize", {"protocolVersion": 1, "clientCapabilities": {
+            "fs": {}, "auth": {"terminal": True}}})["authMethods"]
     assert result["protocolVersion"] == 1
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True
@@ -24,8 +26,11 @@ def test_initialize_answers_v1_with_capabilities_info_and_a_terminal_auth_method
     assert set(caps["sessionCapabilities"]) >= {"list", "resume", "close"}
     assert result["agentInfo"]["name"] == "talaria" and result["agentInfo"]["version"]
     assert result["_meta"]["talaria"]["sandbox"] in ("bubblewrap", "landlock", "rlimits")
-    (method,) = result["authMethods"]
-    assert method["type"] == "terminal" and method["args"] == ["setup"]
+    (method,) = result["authMethods"]  # no auth.terminal: no terminal method (the schema's MUST)
+    assert method["id"] == "environment" and "type" not in method  # an agent method
+    assert "TALARIA_MODEL" in method["description"]
+    assert [(m["id"], m.get("type")) for m in terminal] == [("setup", "terminal"), ("environment", None)]
+    assert terminal[0]["args"] == ["setup"]
 
 
 def test_without_credentials_initialize_works_but_session_new_says_how_to_configure(tmp_path: Path) -> None:
@@ -34,14 +39,15 @@ def test_without_credentials_initialize_works_but_session_new_says_how_to_config
         err = ed.error("session/new", {"cwd": str(ed.project), "mcpServers": []})
         assert err.code == -32000
         assert "TALARIA_MODEL" in err.data and "talaria setup" in err.data
-        err = ed.error("authenticate", {"methodId": "setup"})
-        assert err.code == -32000 and "talaria setup" in err.data
+        for method in ("environment", "setup"):
+            err = ed.error("authenticate", {"methodId": method})
+            assert err.code == -32000 and "talaria setup" in err.data
 
 
 def test_authenticate_succeeds_when_a_model_is_configured(tmp_path: Path, fake_llm) -> None:
     with Editor(tmp_path, fake_llm) as ed:
         ed.initialize()
-        assert ed.request("authenticate", {"methodId": "setup"}) == {}
+        assert ed.request("authenticate", {"methodId": "environment"}) == {}
         assert ed.new_session()
 
 
