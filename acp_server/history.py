@@ -12,7 +12,7 @@ from typing import Any
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent.events import Compacted
-from talaria.agent.providers.base import Message, call_arguments
+from talaria.agent.transcript import Message, call_arguments
 from talaria.tools.registry import ToolSpec
 
 

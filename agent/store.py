@@ -26,6 +26,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ class QueryError(ValueError):
     """An FTS5 query that SQLite cannot parse."""
 
 
-def searchable_text(message: dict[str, Any]) -> str:
+def searchable_text(message: Mapping[str, Any]) -> str:
     """What `session_search` finds in a message: its text (text blocks of a list content) and
     the names and arguments of the tools it called, with secrets redacted (the index never
     holds one). Nothing for system and event rows."""
@@ -194,7 +195,7 @@ class Store:
             rows = self._db.execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
-    def append(self, session_id: str, message: dict[str, Any],
+    def append(self, session_id: str, message: Mapping[str, Any],
                quoted: frozenset[str] = frozenset()) -> int:
         """Commit one message; returns its sequence number. `quoted`: words of the session's
         withheld results, kept out of this message's index text (an answer quoting them)."""
@@ -251,7 +252,7 @@ class Store:
         later = [json.loads(text) for (text,) in rows]
         return base + [m for m in later if m.get("role") != "event"]
 
-    def save_context(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def save_context(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""
         text = json.dumps(messages, ensure_ascii=False)
         with self._lock:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,7 @@ def secret_reached(sensitive: Sensitive, cwd: Path, paths: tuple[Path, ...],
     return str(found) if found is not None else None
 
 
-def refused(message: dict[str, Any]) -> bool:
+def refused(message: Mapping[str, Any]) -> bool:
     """A result of a call refused before it ran (it holds nothing to withhold)."""
     content = message.get("content")
     if message.get("status") != "failed" or not isinstance(content, str):

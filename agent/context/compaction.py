@@ -28,8 +28,8 @@ from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
 from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
 from talaria.agent.events import Compacted
-from talaria.agent.providers.base import Message, call_arguments
 from talaria.agent.session import Session
+from talaria.agent.transcript import Message, call_arguments
 
 log = logging.getLogger(__name__)
 
@@ -244,21 +244,18 @@ async def compact_session(
         window = session.context_window
         if reason == "overflow":
             # The provider's limit is below what we were told: size the tail by what we have.
-            window = min(window, await tokens.count_messages_off_loop(
-                session.messages, session.tool_definitions()))
+            window = min(window, await session.context.exact(session.tool_definitions()))
     result = await compact(
-        session.messages, window=window, tools=session.tool_definitions(),
+        list(session.messages), window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
         between_turns=between_turns,
     )
     if result.progress:
-        session.messages = result.messages
-        session.last_usage = result.after
-        session.token_mark = session.exact_mark = None
+        session.context.replace(result.messages, usage=result.after)
         if session.store is not None:  # the whole context as JSON: off the loop too
             await anyio.to_thread.run_sync(session.store.save_context, session.id, result.messages)
     else:
-        session.compaction_stalled_at = len(session.messages)
+        session.context.mark_stalled()
     if session.store is not None:
         session.store.append(session.id, {
             "role": "event", "type": "compaction", "id": result.id, "reason": reason,
@@ -280,9 +277,8 @@ async def compact_if_needed(session: Session, used: int) -> Compaction | None:
     the exact count reaches it too: the decision an exact count on every call would make."""
     if not needs_compaction(session, used):
         return None
-    exact = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
-    session.token_mark = None  # the loop's running total was a bound: recount, from the cache
-    if not needs_compaction(session, max(session.last_usage, exact)):
+    exact = await session.context.exact(session.tool_definitions())  # the bound becomes exact too
+    if not needs_compaction(session, max(session.context.last_usage, exact)):
         return None
     return await compact_session(session, reason="auto")
 
@@ -292,7 +288,7 @@ def needs_compaction(session: Session, used: int) -> bool:
     if used < session.context_window * session.compact_threshold:
         return False
     # No loop: after a compaction that made no progress, wait for the context to change.
-    return session.compaction_stalled_at != len(session.messages)
+    return not session.context.stalled
 
 
 def describe(result: Compaction) -> str:

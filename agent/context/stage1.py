@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from talaria.agent.providers.base import Message, call_arguments
+from talaria.agent.transcript import Message, call_arguments
 
 ARGUMENT_LIMIT = 1_000
 """Characters of one tool-call argument string kept verbatim; longer ones are shrunk."""

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -33,6 +32,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
+from talaria.agent.transcript import Message
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows
@@ -94,7 +94,7 @@ class AnthropicProvider:
         await self._clients.load()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         system, wire_messages = to_wire_messages(messages)
@@ -220,7 +220,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return (anyio.EndOfStream, OSError, *(c.RequestError for c in clients if c is not None))
 
 
-def to_wire_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def to_wire_messages(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) in Anthropic's shape, with prompt-cache breakpoints set."""
     system = [
         {"type": "text", "text": m["content"]}

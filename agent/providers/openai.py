@@ -7,12 +7,11 @@ The `openai` SDK is imported on the first model call, not when the provider is b
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -32,6 +31,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
+from talaria.agent.transcript import Message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {
@@ -81,7 +81,7 @@ class OpenAIProvider:
         await self._clients.load()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -39,6 +38,7 @@ from talaria.agent.providers.errors import (
     TimeoutError_,
 )
 from talaria.agent.providers.retry import classify_error
+from talaria.agent.transcript import AssistantExtras, Message
 
 MAX_DELTAS = 8  # text is streamed in at most this many pieces
 
@@ -127,7 +127,7 @@ class ReplayProvider:
         return None  # nothing to load
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         if self.played >= len(self.turns):
@@ -146,10 +146,12 @@ class ReplayProvider:
         for call in turn_tool_calls(turn, self.played):
             yield ToolCallRequest(call["id"], call["name"], call["arguments"])
         yield turn_usage(turn, sum(len(str(m.get("content") or "")) for m in messages))
-        extras = {"thinking_blocks": turn["thinking_blocks"]} if turn.get("thinking_blocks") else {}
+        extras = AssistantExtras()
+        if turn.get("thinking_blocks"):
+            extras["thinking_blocks"] = turn["thinking_blocks"]
         yield Finish(turn_finish(turn), extras)
 
-    def _check(self, turn: dict[str, Any], messages: list[Message], tools: list[ToolDef]) -> None:
+    def _check(self, turn: dict[str, Any], messages: Sequence[Message], tools: list[ToolDef]) -> None:
         number = self.played + 1
         offered = {t["name"] for t in tools}
         for call in turn.get("tool_calls") or ():

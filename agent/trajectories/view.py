@@ -18,7 +18,8 @@ from html import escape
 from typing import Any
 
 from talaria.agent.trajectories import charts
-from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.agent.trajectories.model import Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.agent.transcript import Message
 from talaria.tools.redact import redact
 
 TEXT_LIMIT = 20_000

@@ -37,7 +37,8 @@ from talaria.agent.trajectories.export.common import (
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, build, iso_time
+from talaria.agent.trajectories.model import Trajectory, TurnUsage, build, iso_time
+from talaria.agent.transcript import Message
 
 SCHEMA_VERSION = "ATIF-v1.4"
 SOURCE_KEYS = ("prompt_index", "task_id", "status", "reason", "error")

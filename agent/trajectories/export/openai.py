@@ -29,7 +29,8 @@ from talaria.agent.trajectories.export.common import (
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory
+from talaria.agent.trajectories.model import Trajectory
+from talaria.agent.transcript import Message
 
 
 def to_openai(traj: Trajectory, catalog: ToolCatalog) -> dict[str, Any]:

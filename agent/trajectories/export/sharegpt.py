@@ -39,7 +39,8 @@ from talaria.agent.trajectories.export.common import (
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory, iso_time
+from talaria.agent.trajectories.model import Trajectory, iso_time
+from talaria.agent.transcript import Message
 
 IMAGE = "<image>"
 
