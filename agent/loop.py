@@ -34,7 +34,7 @@ from talaria.agent.providers.base import (
 from talaria.agent.providers.errors import ContextOverflowError
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import run_tool_calls
-from talaria.agent.transcript import AssistantExtras, AssistantMessage, CallUsage
+from talaria.agent.transcript import AssistantExtras, AssistantMessage, CallUsage, content_text
 
 TITLE_LIMIT = 60
 STEER_PREFIX = "[Sent by the user while you were working; take it into account:]\n"
@@ -60,7 +60,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
                    for part in content]
     session.append({"role": "user", "content": content})
     if session.checkpoints is not None:
-        session.checkpoints.begin_turn(_text(content))
+        session.checkpoints.begin_turn(content_text(content, sep=" "))
     with anyio.CancelScope() as scope:
         session.cancel_scope = scope
         try:
@@ -208,16 +208,10 @@ def _has_images(content: str | list[dict[str, Any]]) -> bool:
     return not isinstance(content, str) and any(part.get("type") == "image" for part in content)
 
 
-def _text(content: str | list[dict[str, Any]]) -> str:
-    return content if isinstance(content, str) else " ".join(
-        part.get("text", "") for part in content if part.get("type") == "text"
-    )
-
-
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
     if session.title is not None:
         return
-    first = flattened(_text(content), TITLE_LIMIT).strip() or "Untitled"
+    first = flattened(content_text(content, sep=" "), TITLE_LIMIT).strip() or "Untitled"
     session.title = first
     if session.store is not None:
         session.store.update_session(session.id, title=first)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
+from talaria.agent.transcript import calls_of, context_rows, text_of
 from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
@@ -85,12 +86,8 @@ def searchable_text(message: Mapping[str, Any]) -> str:
     holds one). Nothing for system and event rows."""
     if message.get("role") not in SEARCH_ROLES:
         return ""
-    content = message.get("content")
-    if isinstance(content, list):
-        parts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    else:
-        parts = [str(content or "")]
-    for call in message.get("tool_calls") or ():
+    parts = [text_of(message)]
+    for call in calls_of(message):
         parts.append(f"{call.get('name', '')} {call.get('arguments', '')}")
     return redact_text("\n".join(p for p in parts if p)[:MAX_INDEXED_CHARS])
 
@@ -250,7 +247,7 @@ class Store:
                 (session_id, upto),
             ).fetchall()
         later = [json.loads(text) for (text,) in rows]
-        return base + [m for m in later if m.get("role") != "event"]
+        return base + context_rows(later)
 
     def save_context(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""

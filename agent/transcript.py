@@ -224,13 +224,13 @@ def last_assistant(messages: Sequence[Message]) -> Message | None:
 
 def content_text(content: Any, image: str | None = None, sep: str = "\n") -> str:
     """A content as text: a string as it is; of parts, the texts joined by `sep`, each other
-    part (an image) as `image` (None: left out)."""
+    part (an image) as `image` (None: left out). A part that is not an object raises
+    AttributeError: a malformed row (exports name the trajectory it came from)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return "" if content is None else str(content)
-    texts = (str(part.get("text", "")) if part.get("type") == "text" else image
-             for part in content if isinstance(part, dict))
+    texts = (str(part.get("text", "")) if part.get("type") == "text" else image for part in content)
     return sep.join(text for text in texts if text is not None)
 
 

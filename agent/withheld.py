@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from talaria.agent.transcript import calls_of, is_tool_result
 from talaria.tools.paths import Sensitive, resolve
 from talaria.tools.redact import WITHHELD
 
@@ -118,10 +119,9 @@ def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
     calls: dict[str, dict[str, Any]] = {}
     marks: list[tuple[int, str]] = []
     for rowid, cwd, message in rows:
-        if message.get("role") == "assistant":
-            for call in message.get("tool_calls") or ():
-                calls[str(call.get("id"))] = _arguments(call.get("arguments"))
-        elif message.get("role") == "tool" and not message.get(WITHHELD):
+        for call in calls_of(message):
+            calls[str(call.get("id"))] = _arguments(call.get("arguments"))
+        if is_tool_result(message) and not message.get(WITHHELD):
             paths = tuple(Path(p) for p in message.get("locations") or () if isinstance(p, str))
             args = calls.pop(str(message.get("tool_call_id")), {})
             runs = next((args[k] for k in RUN_ARGS if isinstance(args.get(k), str)), None)

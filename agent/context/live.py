@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 
 from talaria.agent.context import tokens
-from talaria.agent.transcript import ContextRow, Message, plain
+from talaria.agent.transcript import ContextRow, Message, is_system, plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ class LiveContext:
 
     def clear(self) -> None:
         """Drop every message but the system prompt."""
-        self.replace(m for m in self._messages[:1] if m.get("role") == "system")
+        self.replace(m for m in self._messages[:1] if is_system(m))
 
     def edit(self, changes: Mapping[int, Message]) -> None:
         """Put each message at its index (earlier messages changed in place); none: no change."""

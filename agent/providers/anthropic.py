@@ -32,7 +32,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
-from talaria.agent.transcript import Message
+from talaria.agent.transcript import Message, is_assistant, is_system, is_tool_result
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows
@@ -225,17 +225,17 @@ def to_wire_messages(messages: Sequence[Message]) -> tuple[list[dict[str, Any]],
     system = [
         {"type": "text", "text": m["content"]}
         for m in messages
-        if m["role"] == "system" and m.get("content")
+        if is_system(m) and m.get("content")
     ]
     if system:
         system[-1]["cache_control"] = dict(_EPHEMERAL)
     wire: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        if role == "system":
+        if is_system(message):
             continue
-        blocks = _assistant_blocks(message) if role == "assistant" else _user_blocks(message)
-        wire_role = "assistant" if role == "assistant" else "user"
+        assistant = is_assistant(message)
+        blocks = _assistant_blocks(message) if assistant else _user_blocks(message)
+        wire_role = "assistant" if assistant else "user"
         if not blocks:
             continue
         if wire and wire[-1]["role"] == wire_role:
@@ -250,7 +250,7 @@ def to_wire_messages(messages: Sequence[Message]) -> tuple[list[dict[str, Any]],
 
 def _user_blocks(message: Message) -> list[dict[str, Any]]:
     content = message.get("content") or ""
-    if message["role"] == "tool":
+    if is_tool_result(message):
         block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
         if content:  # an empty result is sent without content rather than as ""
             block["content"] = _content_blocks(content) if isinstance(content, list) else content

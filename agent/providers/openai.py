@@ -31,7 +31,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
-from talaria.agent.transcript import Message
+from talaria.agent.transcript import Message, is_assistant, is_tool_result, is_user
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {
@@ -151,17 +151,16 @@ class OpenAIProvider:
         yield Finish(reason)
 
     def _to_wire(self, message: Message) -> dict[str, Any]:
-        role = message["role"]
-        if role == "user":
+        if is_user(message):
             return {"role": "user", "content": _user_content(message["content"])}
-        if role == "tool":
+        if is_tool_result(message):
             return {
                 "role": "tool",
                 "tool_call_id": message["tool_call_id"],
                 "content": message.get("content") or "",
             }
-        if role != "assistant":
-            return {"role": role, "content": message.get("content") or ""}
+        if not is_assistant(message):  # the system prompt
+            return {"role": message["role"], "content": message.get("content") or ""}
         wire: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
         if message.get("tool_calls"):
             wire["content"] = message.get("content") or None

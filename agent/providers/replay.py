@@ -38,7 +38,14 @@ from talaria.agent.providers.errors import (
     TimeoutError_,
 )
 from talaria.agent.providers.retry import classify_error
-from talaria.agent.transcript import AssistantExtras, Message
+from talaria.agent.transcript import (
+    AssistantExtras,
+    Message,
+    is_assistant,
+    is_tool_result,
+    is_user,
+    text_of,
+)
 
 MAX_DELTAS = 8  # text is streamed in at most this many pieces
 
@@ -53,7 +60,7 @@ def load_turns(path: str | Path) -> list[dict[str, Any]]:
     if isinstance(data, dict):
         data = data.get("turns", [data])
     if any("role" in item for item in data):
-        return [_turn_from_message(m) for m in data if m.get("role") == "assistant"]
+        return [_turn_from_message(m) for m in data if is_assistant(m)]
     return list(data)
 
 
@@ -158,7 +165,7 @@ class ReplayProvider:
             if call["name"] not in offered:
                 self._fail(f"turn {number} calls tool {call['name']!r}, not offered")
         trailing = 0
-        while trailing < len(messages) and messages[-1 - trailing]["role"] == "tool":
+        while trailing < len(messages) and is_tool_result(messages[-1 - trailing]):
             trailing += 1
         if self._last_calls is not None and trailing != self._last_calls:
             self._fail(f"turn {number} expects {self._last_calls} tool results, got {trailing}")
@@ -166,24 +173,18 @@ class ReplayProvider:
         last_role = messages[-1]["role"] if messages else None
         if "last_message_role" in expect and last_role != expect["last_message_role"]:
             self._fail(f"turn {number} expects a {expect['last_message_role']} message last")
-        results = [_text(m) for m in messages[len(messages) - trailing :]]
+        results = [text_of(m, sep="") for m in messages[len(messages) - trailing :]]
         if "tool_result_contains" in expect and not any(
             expect["tool_result_contains"] in r for r in results
         ):
             self._fail(f"turn {number}: no tool result contains {expect['tool_result_contains']!r}")
-        users = [_text(m) for m in messages if m["role"] == "user"]
+        users = [text_of(m, sep="") for m in messages if is_user(m)]
         if "user_contains" in expect and not (users and expect["user_contains"] in users[-1]):
             self._fail(f"turn {number}: last user message lacks {expect['user_contains']!r}")
 
     def _fail(self, message: str) -> None:
         raise ReplayError(message, provider=self.name)
 
-
-def _text(message: Message) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") for p in content)
 
 
 def _turn_from_message(message: Message) -> dict[str, Any]:
