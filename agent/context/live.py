@@ -58,9 +58,6 @@ class LiveContext:
         """The messages, to read (a change goes through this object's methods)."""
         return self._messages
 
-    def __len__(self) -> int:
-        return len(self._messages)
-
     @property
     def generation(self) -> int:
         """Counts the changes of anything but the end: replace, clear, edit."""

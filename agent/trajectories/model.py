@@ -48,7 +48,7 @@ class TurnUsage:
 class Trajectory:
     session_id: str
     messages: tuple[Message, ...]
-    """The transcript without event rows, in the internal shape of `providers/base.py`."""
+    """The transcript without event rows, the rows of `agent/transcript.py`."""
     times: tuple[float | None, ...]
     """Unix time each message was recorded (None when the source does not say)."""
     turns: tuple[TurnUsage, ...]

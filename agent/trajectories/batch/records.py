@@ -4,7 +4,7 @@ A task's record (built here from its transcript) is
 
     {"task_id", "prompt_index" (the task's 0-based position in the tasks file), "prompt",
      "status": "completed" | "failed", "reason", "error",
-     "messages": [internal messages, see agent/providers/base.py], "model", "turns",
+     "messages": [transcript rows, see agent/transcript.py], "model", "turns",
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning"},
      "duration_s", "model_s", "tool_stats": {tool: {"calls", "failed"}}}
 
