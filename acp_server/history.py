@@ -12,7 +12,17 @@ from typing import Any
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent.events import Compacted
-from talaria.agent.providers.base import Message, call_arguments
+from talaria.agent.transcript import (
+    Message,
+    call_arguments,
+    calls_of,
+    is_assistant,
+    is_event,
+    is_prompt,
+    is_tool_result,
+    is_user,
+    results_by_call,
+)
 from talaria.tools.registry import ToolSpec
 
 
@@ -20,10 +30,9 @@ def replay_updates(
     messages: list[Message], tools: dict[str, ToolSpec], *, compaction_updates: bool = False
 ) -> Iterator[dict[str, Any]]:
     """`compaction_updates`: the client advertised `session.compaction` (else a notice)."""
-    results = {m["tool_call_id"]: m for m in messages if m.get("role") == "tool"}
+    results = results_by_call(messages)
     for message in messages:
-        role = message.get("role")
-        if role == "event" and message.get("type") == "compaction":
+        if is_event(message) and message.get("type") == "compaction":
             event = Compacted(
                 str(message.get("id", "")), int(message.get("before_tokens") or 0),
                 int(message.get("after_tokens") or 0), int(message.get("stage") or 1),
@@ -31,17 +40,17 @@ def replay_updates(
                 bool(message.get("fallback")), message.get("error"),
             )
             yield compaction(event, client_supports=compaction_updates)
-        elif role == "user" and message.get("process_note"):  # shown live as a notice
+        elif is_user(message) and message.get("process_note"):  # shown live as a notice
             first = str(message.get("content") or "").strip("[]").splitlines()[0:1]
             yield {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {''.join(first)}\n")}
-        elif role == "user" and not message.get("tool_image"):  # a tool's image: its card shows the call
+        elif is_prompt(message):  # not a tool's image: its card shows the call
             yield from _user(message.get("content"))
-        elif role == "assistant":
+        elif is_assistant(message):
             if message.get("reasoning"):
                 yield {"sessionUpdate": "agent_thought_chunk", "content": text_block(message["reasoning"])}
             if message.get("content"):
                 yield {"sessionUpdate": "agent_message_chunk", "content": text_block(message["content"])}
-            for call in message.get("tool_calls") or ():
+            for call in calls_of(message):
                 yield _tool_call(call, results.get(call["id"]), tools.get(call["name"]))
                 if call["name"] == "todo" and (plan := _plan(results.get(call["id"]))) is not None:
                     yield {"sessionUpdate": "plan", "entries": plan}
@@ -99,7 +108,7 @@ def _plan(result: Message | None) -> list[dict[str, Any]] | None:
 def last_todos(messages: list[Message]) -> list[dict[str, Any]] | None:
     """The todo list as the last `todo` call left it, to restore the tool's state on load."""
     for message in reversed(messages):
-        if message.get("role") == "tool" and message.get("name") == "todo":
+        if is_tool_result(message) and message.get("name") == "todo":
             try:
                 data = json.loads(message.get("content") or "")
             except json.JSONDecodeError:

@@ -76,11 +76,8 @@ async def run(session: Session, config: Config, name: str, arg: str) -> str:
 
 
 async def _dispatch(session: Session, config: Config, name: str, arg: str) -> str:
-    from talaria.agent.context import tokens
-
     if name == "context":
-        used = session.last_usage or await tokens.count_messages_off_loop(
-            session.messages, session.tool_definitions())
+        used = session.context.last_usage or await session.context.exact(session.tool_definitions())
         share = 100 * used / session.context_window
         return f"Context: {used:,} of {session.context_window:,} tokens ({share:.1f}%), " \
                f"{len(session.messages)} messages."
@@ -99,8 +96,7 @@ async def _dispatch(session: Session, config: Config, name: str, arg: str) -> st
 
         return listing(session)
     if name == "clear":
-        session.messages = [m for m in session.messages[:1] if m.get("role") == "system"]
-        session.last_usage = 0
+        session.context.clear()
         if session.store is not None:
             session.store.save_context(session.id, session.messages)
         if session.tool_state.todos:  # the plan belonged to the context just dropped

@@ -19,14 +19,12 @@ from typing import Any
 
 import anyio
 
-from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact_if_needed
 from talaria.agent.context.fit import answer_room, fit_after_overflow, refused_again
 from talaria.agent.events import Emit, Notice, TextChunk, ThoughtChunk, TitleUpdated, UsageUpdated
 from talaria.agent.prompt import flattened
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     Retrying,
     TextDelta,
@@ -36,6 +34,7 @@ from talaria.agent.providers.base import (
 from talaria.agent.providers.errors import ContextOverflowError
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import run_tool_calls
+from talaria.agent.transcript import AssistantExtras, AssistantMessage, CallUsage, content_text
 
 TITLE_LIMIT = 60
 STEER_PREFIX = "[Sent by the user while you were working; take it into account:]\n"
@@ -61,7 +60,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
                    for part in content]
     session.append({"role": "user", "content": content})
     if session.checkpoints is not None:
-        session.checkpoints.begin_turn(_text(content))
+        session.checkpoints.begin_turn(content_text(content, sep=" "))
     with anyio.CancelScope() as scope:
         session.cancel_scope = scope
         try:
@@ -84,9 +83,9 @@ async def _steps(session: Session, emit: Emit) -> str:
         take_process_notes(session)
         for notice in session.tool_notices():  # an MCP server failed or came back
             await emit(Notice(notice))
-        used = max(session.last_usage, _count_context(session))
+        used = session.context.used(session.tool_definitions())
         await compact_if_needed(session, used)
-        room = await answer_room(session, used, lambda: _exact_context(session))
+        room = await answer_room(session, used)
         try:
             message, calls, finish = await query(session, emit, room)
         except ContextOverflowError as error:
@@ -112,7 +111,7 @@ async def _steps(session: Session, emit: Emit) -> str:
 
 async def query(
     session: Session, emit: Emit, max_tokens: int | None = None,
-) -> tuple[Message, list[ToolCallRequest], Finish]:
+) -> tuple[AssistantMessage, list[ToolCallRequest], Finish]:
     """Stream one model call; returns the assistant message, its tool calls and finish.
     `max_tokens`: the answer's room (default: the session's)."""
     text: list[str] = []
@@ -149,12 +148,17 @@ async def query(
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             if text or reasoning:
-                session.append(_assistant(text, reasoning, [], {}) | {"interrupted": True})
+                cut = _assistant(text, reasoning, [], AssistantExtras())
+                cut["interrupted"] = True
+                session.append(cut)
         raise
     finally:
         await _aclose(stream)
     message = _assistant(text, reasoning, calls, finish.extras)
-    message["usage"] = {k: getattr(usage, k) for k in Usage.__slots__}
+    message["usage"] = CallUsage(
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens)
     message["model"] = session.provider.name
     message["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     await _usage(session, usage, emit)
@@ -176,22 +180,23 @@ def take_process_notes(session: Session) -> None:
 
 
 def _assistant(
-    text: list[str], reasoning: list[str], calls: list[ToolCallRequest], extras: dict[str, Any]
-) -> Message:
-    message: Message = {"role": "assistant", "content": "".join(text)}
+    text: list[str], reasoning: list[str], calls: list[ToolCallRequest], extras: AssistantExtras
+) -> AssistantMessage:
+    message: AssistantMessage = {"role": "assistant", "content": "".join(text)}
     if reasoning:
         message["reasoning"] = "".join(reasoning)
     if calls:
         message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-    return message | extras
+    message.update(extras)
+    return message
 
 
 async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
     used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     used += usage.output_tokens
     if used == 0:  # the provider reported nothing: count it ourselves, off the event loop
-        used = await _exact_context(session)
-    session.last_usage = used
+        used = await session.context.exact(session.tool_definitions())
+    session.context.last_usage = used
     await emit(UsageUpdated(
         used=used, size=session.context_window, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
@@ -203,43 +208,10 @@ def _has_images(content: str | list[dict[str, Any]]) -> bool:
     return not isinstance(content, str) and any(part.get("type") == "image" for part in content)
 
 
-def _count_context(session: Session) -> int:
-    """An upper bound on the context's tokens (`tokens.bound_messages`: no tokenizer on the
-    event loop), counting only messages added since the last count."""
-    messages = session.messages
-    mark_list, mark_len, mark_tokens = session.token_mark or (None, 0, 0)
-    if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
-        mark_len, mark_tokens = 0, tokens.bound_messages([], session.tool_definitions())
-    total = mark_tokens + tokens.bound_messages(messages[mark_len:])
-    session.token_mark = (id(messages), len(messages), total)
-    return total
-
-
-async def _exact_context(session: Session) -> int:
-    """The context's exact tokens, counted off the event loop; only messages added since the
-    last count are counted (a long session would otherwise recount thousands per call)."""
-    messages = session.messages
-    mark_list, mark_len, mark_tokens = session.exact_mark or (None, 0, 0)
-    new = messages[mark_len:]
-    if mark_list != id(messages) or mark_len > len(messages):  # replaced (clear, compaction)
-        new, mark_tokens = messages, 0
-        total = await tokens.count_messages_off_loop(new, session.tool_definitions())
-    else:
-        total = mark_tokens + await tokens.count_messages_off_loop(new)
-    session.exact_mark = (id(messages), len(messages), total)
-    return total
-
-
-def _text(content: str | list[dict[str, Any]]) -> str:
-    return content if isinstance(content, str) else " ".join(
-        part.get("text", "") for part in content if part.get("type") == "text"
-    )
-
-
 async def _title(session: Session, content: str | list[dict[str, Any]], emit: Emit) -> None:
     if session.title is not None:
         return
-    first = flattened(_text(content), TITLE_LIMIT).strip() or "Untitled"
+    first = flattened(content_text(content, sep=" "), TITLE_LIMIT).strip() or "Untitled"
     session.title = first
     if session.store is not None:
         session.store.update_session(session.id, title=first)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Hit, QueryError, SessionRecord, Store, searchable_text
+from talaria.agent.transcript import calls_of, is_tool_result, text_of
 from talaria.tools.redact import WITHHELD, quoted_words, redact_text, scrub, withheld_note
 
 DEFAULT_LIMIT = 3
@@ -164,21 +165,13 @@ def _shown(seq: int, message: dict[str, Any], quoted: frozenset[str]) -> dict[st
     if path := message.get(WITHHELD):  # marked when stored: what a secret path held
         text = withheld_note(str(path))
     else:  # and what quotes it
-        text = scrub(searchable_text(message) if message.get("tool_calls") else _text(message), quoted)
+        text = scrub(searchable_text(message) if calls_of(message) else text_of(message, "[image]"), quoted)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + f" ... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
     shown = {"id": seq, "role": message.get("role"), "content": redact_text(text)}
-    if message.get("role") == "tool" and message.get("name"):
+    if is_tool_result(message) and message.get("name"):
         shown["tool"] = message["name"]
     return shown
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type')}]"
-                         for b in content if isinstance(b, dict))
-    return str(content or "")
 
 
 def _roles(value: Any) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,11 +16,18 @@ from talaria.agent.door import FrontDoor
 from talaria.agent.events import Notice
 from talaria.agent.permissions import Permissions
 from talaria.agent.prompt import system_prompt
-from talaria.agent.providers.base import Message, Provider
+from talaria.agent.providers.base import Provider
 from talaria.agent.session import Session
 from talaria.agent.skills.setup import attach as attach_learning
 from talaria.agent.skills.setup import prompt_sections
 from talaria.agent.store import Store
+from talaria.agent.transcript import (
+    Message,
+    ToolMessage,
+    calls_of,
+    last_assistant,
+    results_by_call,
+)
 from talaria.tools.builtin import CORE_TOOLS, DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.clarify import NO_ANSWER
 from talaria.tools.execute_code.env import ExecSettings
@@ -175,7 +183,7 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
 
         prestart_kernel(session.tool_state, cwd, session.id)
     if opening.history is not None:
-        session.messages = list(opening.history)
+        session.context.replace(opening.history)
         for message in dangling_results(session.messages):
             session.append(message)  # a crash mid-tool: the call gets an honest result
         return session
@@ -285,15 +293,14 @@ async def tools_ready(session: Session, timeout: float) -> None:
             await wait(timeout)
 
 
-def dangling_results(messages: list[Message]) -> list[Message]:
+def dangling_results(messages: Sequence[Message]) -> list[ToolMessage]:
     """Results for tool calls that never got one (the process died while they ran)."""
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    answered = results_by_call(messages)
     return [
         {"role": "tool", "tool_call_id": call["id"], "name": call["name"], "status": "failed",
          "content": '{"error": "Interrupted: Talaria stopped before this call finished."}',
          "display": [{"type": "text", "text": "Interrupted before it finished."}]}
-        for call in (last or {}).get("tool_calls") or ()
+        for call in calls_of(last_assistant(messages) or {})
         if call["id"] not in answered
     ]
 

@@ -9,16 +9,18 @@ default here: `agent.runtime.new_session` fills them from `Config`, their one so
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from talaria.agent.context.live import LiveContext
 from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import Permissions
-from talaria.agent.providers.base import Message, Provider
+from talaria.agent.providers.base import Provider
 from talaria.agent.queue import PromptQueue
 from talaria.agent.store import Store
+from talaria.agent.transcript import ContextRow, Message
 from talaria.agent.withheld import Withholding
 from talaria.tools.registry import ToolSpec
 from talaria.tools.state import ToolState
@@ -51,21 +53,15 @@ class Session:
     reasoning_effort: str | None
     summarizer: Summarizer | None = None
     """Writes compaction summaries; None: the session's own model does."""
-    messages: list[Message] = field(default_factory=list)
-    """The live context sent to the model (the store keeps the full transcript)."""
+    context: LiveContext = field(default_factory=LiveContext)
+    """The live context sent to the model, and its token counts (the store keeps the full
+    transcript)."""
     tool_state: ToolState = field(default_factory=ToolState)
     title: str | None = None
-    last_usage: int = 0
-    """Context tokens in use after the last model call."""
-    token_mark: tuple[int, int, int] | None = None
-    """(id of `messages`, how many were counted, their tokens): counts only what is new."""
-    exact_mark: tuple[int, int, int] | None = None
-    """`token_mark` for exact counts (made off the event loop when a provider reports no usage)."""
     token_ratio: float = 1.0
     """The provider's tokens per one of ours (its tokenizer is not cl100k), from the counts its
-    last context-overflow error gave (`context.fit`)."""
-    compaction_stalled_at: int | None = None
-    """Context length when a compaction last made no progress: no retry until it changes."""
+    last context-overflow error gave (`context.fit`); a property of the model, not of the
+    context: it survives compaction and /clear."""
     allowed_tools: frozenset[str] | None = None
     """When set, the only tools a call may dispatch to (the background review's whitelist);
     any other call is refused and logged, whatever `tools` holds."""
@@ -82,6 +78,11 @@ class Session:
     withheld: Withholding = field(default_factory=Withholding)
     """Tool calls that reached a secret path, until their results are stored marked."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The live context's messages, to read (`context` changes them)."""
+        return self.context.messages
 
     @property
     def workspace(self) -> Workspace:
@@ -103,9 +104,9 @@ class Session:
         self.cancel()
         self.tool_state.close()
 
-    def append(self, message: Message) -> None:
+    def append(self, message: ContextRow) -> None:
         """Add a message to the context and commit it to the transcript at once."""
-        self.messages.append(message)
+        self.context.append(message)
         if self.store is not None:
             self.store.append(self.id, message, self.withheld.quoted)
 

@@ -26,11 +26,13 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
+from talaria.agent.transcript import calls_of, context_rows, text_of
 from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
@@ -78,18 +80,14 @@ class QueryError(ValueError):
     """An FTS5 query that SQLite cannot parse."""
 
 
-def searchable_text(message: dict[str, Any]) -> str:
+def searchable_text(message: Mapping[str, Any]) -> str:
     """What `session_search` finds in a message: its text (text blocks of a list content) and
     the names and arguments of the tools it called, with secrets redacted (the index never
     holds one). Nothing for system and event rows."""
     if message.get("role") not in SEARCH_ROLES:
         return ""
-    content = message.get("content")
-    if isinstance(content, list):
-        parts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    else:
-        parts = [str(content or "")]
-    for call in message.get("tool_calls") or ():
+    parts = [text_of(message)]
+    for call in calls_of(message):
         parts.append(f"{call.get('name', '')} {call.get('arguments', '')}")
     return redact_text("\n".join(p for p in parts if p)[:MAX_INDEXED_CHARS])
 
@@ -194,7 +192,7 @@ class Store:
             rows = self._db.execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
-    def append(self, session_id: str, message: dict[str, Any],
+    def append(self, session_id: str, message: Mapping[str, Any],
                quoted: frozenset[str] = frozenset()) -> int:
         """Commit one message; returns its sequence number. `quoted`: words of the session's
         withheld results, kept out of this message's index text (an answer quoting them)."""
@@ -249,9 +247,9 @@ class Store:
                 (session_id, upto),
             ).fetchall()
         later = [json.loads(text) for (text,) in rows]
-        return base + [m for m in later if m.get("role") != "event"]
+        return base + context_rows(later)
 
-    def save_context(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def save_context(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""
         text = json.dumps(messages, ensure_ascii=False)
         with self._lock:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -27,9 +27,10 @@ from talaria.agent.events import (
     ToolCallUpdated,
 )
 from talaria.agent.permissions import READ_KINDS
-from talaria.agent.providers.base import Message, ToolCallRequest
+from talaria.agent.providers.base import ToolCallRequest
 from talaria.agent.session import Session
-from talaria.agent.vision import retire_images
+from talaria.agent.transcript import ToolMessage, UserMessage
+from talaria.agent.vision import retired_images
 from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import acting_where
 from talaria.tools.errors import ToolError
@@ -111,8 +112,8 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
     planned = [plan_call(session, call) for call in calls]
     for p in planned:
         await emit(started_event(p))
-    results: dict[str, Message] = {}
-    attached: dict[str, Message] = {}
+    results: dict[str, ToolMessage] = {}
+    attached: dict[str, UserMessage] = {}
     try:
         for batch in batches(planned):
             async with anyio.create_task_group() as tg:
@@ -130,19 +131,19 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
             for p in planned:
                 if p.id in attached:
                     session.append(attached[p.id])
-            if attached and retire_images(session.messages):
-                session.token_mark = session.exact_mark = None  # an earlier message changed
+            if attached:
+                session.context.edit(retired_images(session.messages))
 
 
-async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, Message],
-                    attached: dict[str, Message]) -> None:
+async def _run_into(session: Session, p: PlannedCall, emit: Emit, results: dict[str, ToolMessage],
+                    attached: dict[str, UserMessage]) -> None:
     result = await execute(session, p, emit)
     if isinstance(image := result.get("_attach"), dict):
         attached[p.id] = attachment(p.id, image)
     results[p.id] = await finish(p, result, emit)
 
 
-def attachment(call_id: str, image: dict[str, Any]) -> Message:
+def attachment(call_id: str, image: dict[str, Any]) -> UserMessage:
     """The user message that shows the model an image a tool attached (`_attach`: text,
     mime_type, data): the model's next call sees it; `tool_image` names the call."""
     return {"role": "user", "tool_image": call_id, "content": [
@@ -237,11 +238,11 @@ def started_event(p: PlannedCall) -> ToolCallStarted:
     return ToolCallStarted(p.id, p.name, p.title, p.card_kind, tuple(map(str, p.paths)), p.args)
 
 
-async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> Message:
-    status = "failed" if "error" in result else "completed"
+async def finish(p: PlannedCall, result: dict[str, Any], emit: Emit) -> ToolMessage:
+    status: Literal["completed", "failed"] = "failed" if "error" in result else "completed"
     content = display(result)
     await emit(ToolCallFinished(p.id, status, content, visible(result)))
-    message: Message = {
+    message: ToolMessage = {
         "role": "tool", "tool_call_id": p.id, "name": p.name,
         "content": render(result), "status": status, "display": list(content),
         "locations": [str(path) for path in p.paths],

@@ -3,13 +3,14 @@ images, and the auxiliary `vision_model` that answers for a model that does not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
 
 from talaria.agent.config import Config
-from talaria.agent.providers.base import Message, Provider, Retrying, TextDelta
+from talaria.agent.providers.base import Provider, Retrying, TextDelta
+from talaria.agent.transcript import Message
 from talaria.tools.errors import VisionError
 from talaria.tools.handoffs import Describer, Vision
 
@@ -30,10 +31,10 @@ INSTRUCTIONS = ("\n\n(Answer from the image: be precise, quote text in it exactl
                 "you cannot make out.)")
 
 
-def retire_images(messages: list[Message], keep: int = MAX_LIVE_IMAGES) -> bool:
-    """Replace the images of all but the newest `keep` tool-attached messages with a note, in
-    the live context only (the store's transcript keeps them). True when one was replaced."""
-    seen, changed = 0, False
+def retired_images(messages: Sequence[Message], keep: int = MAX_LIVE_IMAGES) -> dict[int, Message]:
+    """The images of all but the newest `keep` tool-attached messages replaced by a note: the
+    changed messages by index, for the live context only (the store's transcript keeps them)."""
+    seen, changed = 0, {}
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         parts = message.get("content") if message.get("tool_image") else None
@@ -41,9 +42,8 @@ def retire_images(messages: list[Message], keep: int = MAX_LIVE_IMAGES) -> bool:
             continue
         seen += 1
         if seen > keep:
-            messages[index] = {**message, "content": [
+            changed[index] = {**message, "content": [
                 p if p.get("type") != "image" else {"type": "text", "text": RETIRED} for p in parts]}
-            changed = True
     return changed
 
 

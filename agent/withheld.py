@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from talaria.agent.transcript import calls_of, is_tool_result
 from talaria.tools.paths import Sensitive, resolve
 from talaria.tools.redact import WITHHELD
 
@@ -94,7 +95,7 @@ def secret_reached(sensitive: Sensitive, cwd: Path, paths: tuple[Path, ...],
     return str(found) if found is not None else None
 
 
-def refused(message: dict[str, Any]) -> bool:
+def refused(message: Mapping[str, Any]) -> bool:
     """A result of a call refused before it ran (it holds nothing to withhold)."""
     content = message.get("content")
     if message.get("status") != "failed" or not isinstance(content, str):
@@ -118,10 +119,9 @@ def judge_stored(rows: Iterable[tuple[int, str, dict[str, Any]]],
     calls: dict[str, dict[str, Any]] = {}
     marks: list[tuple[int, str]] = []
     for rowid, cwd, message in rows:
-        if message.get("role") == "assistant":
-            for call in message.get("tool_calls") or ():
-                calls[str(call.get("id"))] = _arguments(call.get("arguments"))
-        elif message.get("role") == "tool" and not message.get(WITHHELD):
+        for call in calls_of(message):
+            calls[str(call.get("id"))] = _arguments(call.get("arguments"))
+        if is_tool_result(message) and not message.get(WITHHELD):
             paths = tuple(Path(p) for p in message.get("locations") or () if isinstance(p, str))
             args = calls.pop(str(message.get("tool_call_id")), {})
             runs = next((args[k] for k in RUN_ARGS if isinstance(args.get(k), str)), None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from talaria.agent.transcript import ToolMessage
 from talaria.agent.withheld import refused, secret_reached
 from talaria.tools.redact import MAX_QUOTED_WORDS, WITHHELD, quoted_words
 
@@ -39,7 +40,7 @@ def absorb(session: Session, call_id: str, children: list[Session]) -> None:
             session.withheld.record(call_id, child.withheld.reached)
 
 
-def mark(session: Session, p: Any, message: dict[str, Any]) -> dict[str, Any]:
+def mark(session: Session, p: Any, message: ToolMessage) -> ToolMessage:
     """`message` (the result of `p`) marked `WITHHELD` when `p` reached a secret path, or a
     call it made did; a call refused before it ran holds nothing and stays as it is."""
     withholding = session.withheld
@@ -59,7 +60,7 @@ def mark(session: Session, p: Any, message: dict[str, Any]) -> dict[str, Any]:
     return {**message, WITHHELD: reason}
 
 
-def _background(message: dict[str, Any]) -> str | None:
+def _background(message: ToolMessage) -> str | None:
     """The id of the background process a result started (terminal(background=true))."""
     try:
         result = json.loads(str(message.get("content") or ""))

@@ -116,16 +116,15 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
     session = new_session(config, Opening(root, mode="bypass"), door=LocalDoor(LocalWorkspace(root)),
                           provider=provider, store=store)
     session.context_window = WINDOW
-    for message in messages[1:]:
-        session.append(message)
-    original = list(session.messages)
+    for message in messages[1:]:  # the transcript, as the loop would have committed it
+        store.append(session.id, message)
+    original = [*session.messages, *messages[1:]]
     session.summarizer = InstantSummarizer()
     for stage, force in (("stage1", False), ("full", True)):
         for _ in range(RUNS):
-            session.messages = list(original)
-            session.compaction_stalled_at = None
+            session.context.replace(original)
             tokens.clear_cache()
-            _count_as_the_loop_does(session.messages)
+            _count_as_the_loop_does(original)
             tokens.count_messages([], session.tool_definitions())
             started = time.perf_counter()
             await compact_session(session, force_summary=force)

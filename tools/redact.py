@@ -41,10 +41,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, Final
 
 MARK = "[REDACTED]"
-WITHHELD = "withheld"
+WITHHELD: Final = "withheld"
 """The message key (and store column) naming the secret path a tool result's content came
 from: such content never reaches recall, the search index or an export."""
 ENTROPY_MIN_CHARS = 32

@@ -28,8 +28,21 @@ from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
 from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
 from talaria.agent.events import Compacted
-from talaria.agent.providers.base import Message, call_arguments
 from talaria.agent.session import Session
+from talaria.agent.transcript import (
+    CompactionEvent,
+    Message,
+    UserMessage,
+    call_arguments,
+    calls_of,
+    is_answer,
+    is_prompt,
+    is_system,
+    is_tool_result,
+    is_user,
+    plain,
+    text_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +100,9 @@ def boundaries(
     always includes the latest user message; between turns it is the final answer and any
     pending question (see the module docstring)."""
     head = 0
-    while head < len(messages) and messages[head].get("role") == "system":
+    while head < len(messages) and is_system(messages[head]):
         head += 1
-    first_user = next((i for i in range(head, len(messages)) if messages[i].get("role") == "user"), None)
+    first_user = next((i for i in range(head, len(messages)) if is_user(messages[i])), None)
     head = first_user + 1 if first_user is not None else head
     if between_turns:
         return head, max(_settled_tail(messages), head)
@@ -100,10 +113,9 @@ def boundaries(
             break
         used += cost
         start -= 1
-    last_user = max((i for i, m in enumerate(messages)  # the prompt, not an image a tool attached
-                     if m.get("role") == "user" and not m.get("tool_image")), default=head)
+    last_user = max((i for i, m in enumerate(messages) if is_prompt(m)), default=head)
     start = min(start, max(last_user, head))
-    while start > head and messages[start].get("role") == "tool":
+    while start > head and is_tool_result(messages[start]):
         start -= 1  # keep the assistant message with its tool results
     return head, max(start, head)
 
@@ -112,52 +124,40 @@ def _settled_tail(messages: list[Message]) -> int:
     """Between turns: where the last answer or user message starts (a question still pending,
     or one whose turn was cut short, keeps what that turn did after it), with the answer
     right before a pending question."""
-    last = next((i for i in range(len(messages) - 1, -1, -1) if _answer_or_question(messages[i])), 0)
-    if last > 0 and messages[last].get("role") == "user" and _answer(messages[last - 1]):
+    last = next((i for i in range(len(messages) - 1, -1, -1)
+                 if is_user(messages[i]) or is_answer(messages[i])), 0)
+    if last > 0 and is_user(messages[last]) and is_answer(messages[last - 1]):
         last -= 1
     return last
-
-
-def _answer(message: Message) -> bool:
-    return (message.get("role") == "assistant" and not message.get("tool_calls")
-            and not message.get("interrupted"))
-
-
-def _answer_or_question(message: Message) -> bool:
-    return message.get("role") == "user" or _answer(message)
 
 
 def render_transcript(messages: list[Message]) -> str:
     lines = []
     for message in messages:
-        role = message.get("role")
-        content = message.get("content")
-        if isinstance(content, list):
-            content = " ".join(p.get("text", "[image]") for p in content)
-        text = str(content or "")
+        text = text_of(message, image="[image]", sep=" ")
         if len(text) > TRANSCRIPT_CHARS_PER_MESSAGE:
             text = text[:TRANSCRIPT_CHARS_PER_MESSAGE] + f" …[{len(text)} chars]"
-        for call in message.get("tool_calls") or ():
+        for call in calls_of(message):
             text += f"\n-> {call['name']}({call.get('arguments', '')[:600]})"
-        lines.append(f"### {role}\n{text}")
+        lines.append(f"### {message.get('role')}\n{text}")
     return "\n\n".join(lines)
 
 
 def fallback_summary(middle: list[Message], reason: str) -> str:
     """A deterministic summary from the transcript, used when the model summary fails."""
     asks = [str(m["content"])[:500] for m in middle
-            if m.get("role") == "user" and isinstance(m.get("content"), str)
+            if is_user(m) and isinstance(m.get("content"), str)
             and not m["content"].startswith(SUMMARY_MARK)]
     previous = [m["content"] for m in middle
-                if m.get("role") == "user" and str(m.get("content", "")).startswith(SUMMARY_MARK)]
+                if is_user(m) and str(m.get("content", "")).startswith(SUMMARY_MARK)]
     files: dict[str, None] = {}
     actions = []
     for m in middle:
-        for call in m.get("tool_calls") or ():
+        for call in calls_of(m):
             path = call_arguments(call).get("path")
             if isinstance(path, str):
                 files[path] = None
-        if m.get("role") == "tool":
+        if is_tool_result(m):
             actions.append(str(m.get("content", ""))[:200])
     lines = [f"(fallback summary: the summary model failed: {reason})"]
     lines += [f"Earlier summary:\n{p}" for p in previous[-1:]]
@@ -200,13 +200,13 @@ async def compact(
         log.warning("summary failed: %s", exc)
         fallback, error = True, f"{type(exc).__name__}: {exc}"
         summary = fallback_summary(middle, error)
-    note = {"role": "user", "content": (
+    note: UserMessage = {"role": "user", "content": (
         f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
-    new = reduced[:head] + [note] + reduced[tail:]
+    new = reduced[:head] + [plain(note)] + reduced[tail:]
     # Counted in a worker thread, short texts too: exact counts may go to a child process.
     after += await anyio.to_thread.run_sync(
-        lambda: tokens.count_messages([note]) - tokens.count_messages(middle))
+        lambda: tokens.count_messages([plain(note)]) - tokens.count_messages(middle))
     return Compaction(new, before, after, stage=2, summary=summary,
                       fallback=fallback, error=error, dropped=(head, tail))
 
@@ -244,28 +244,26 @@ async def compact_session(
         window = session.context_window
         if reason == "overflow":
             # The provider's limit is below what we were told: size the tail by what we have.
-            window = min(window, await tokens.count_messages_off_loop(
-                session.messages, session.tool_definitions()))
+            window = min(window, await session.context.exact(session.tool_definitions()))
     result = await compact(
-        session.messages, window=window, tools=session.tool_definitions(),
+        list(session.messages), window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
         between_turns=between_turns,
     )
     if result.progress:
-        session.messages = result.messages
-        session.last_usage = result.after
-        session.token_mark = session.exact_mark = None
+        session.context.replace(result.messages, usage=result.after)
         if session.store is not None:  # the whole context as JSON: off the loop too
             await anyio.to_thread.run_sync(session.store.save_context, session.id, result.messages)
     else:
-        session.compaction_stalled_at = len(session.messages)
+        session.context.mark_stalled()
     if session.store is not None:
-        session.store.append(session.id, {
+        event: CompactionEvent = {
             "role": "event", "type": "compaction", "id": result.id, "reason": reason,
             "stage": result.stage, "before_tokens": result.before, "after_tokens": result.after,
             "applied": result.progress, "fallback": result.fallback, "error": result.error,
             "dropped": list(result.dropped), "summary": result.summary,
-        })
+        }
+        session.store.append(session.id, event)
     await session.door.emit(Compacted(
         result.id, result.before, result.after, result.stage, result.progress, result.summary,
         result.fallback, result.error,
@@ -280,9 +278,8 @@ async def compact_if_needed(session: Session, used: int) -> Compaction | None:
     the exact count reaches it too: the decision an exact count on every call would make."""
     if not needs_compaction(session, used):
         return None
-    exact = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
-    session.token_mark = None  # the loop's running total was a bound: recount, from the cache
-    if not needs_compaction(session, max(session.last_usage, exact)):
+    exact = await session.context.exact(session.tool_definitions())  # the bound becomes exact too
+    if not needs_compaction(session, max(session.context.last_usage, exact)):
         return None
     return await compact_session(session, reason="auto")
 
@@ -292,7 +289,7 @@ def needs_compaction(session: Session, used: int) -> bool:
     if used < session.context_window * session.compact_threshold:
         return False
     # No loop: after a compaction that made no progress, wait for the context to change.
-    return session.compaction_stalled_at != len(session.messages)
+    return not session.context.stalled
 
 
 def describe(result: Compaction) -> str:

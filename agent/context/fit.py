@@ -8,7 +8,7 @@ retried once, asking for no more answer than fits. When nothing can shrink enoug
 prompt and the tool definitions alone are too big), the turn ends with the numbers and the
 settings that change them.
 
-    max_tokens = await answer_room(session, used, count)   # before each model call
+    max_tokens = await answer_room(session, used)          # before each model call
     max_tokens = await fit_after_overflow(session, error)  # the retry's, or ContextOverflowError
     raise await refused_again(session, error)              # the retry was refused too
 """
@@ -16,13 +16,13 @@ settings that change them.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 
 from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact_session
 from talaria.agent.events import Notice
 from talaria.agent.providers.errors import ContextOverflowError
 from talaria.agent.session import Session
+from talaria.agent.transcript import is_system
 
 ANSWER_SHARE = 0.25
 """Room kept for the answer when compacting to fit: this share of the window (at most the
@@ -43,15 +43,14 @@ SETTINGS = ("Use a model with a larger window (the `model` setting, TALARIA_MODE
             "it cannot enlarge it")
 
 
-async def answer_room(session: Session, used: int, exact: Callable[[], Awaitable[int]]) -> int | None:
+async def answer_room(session: Session, used: int) -> int | None:
     """The max_tokens for the next call: the session's, or less when the context leaves less
     under the window (a server that counts prompt + max_tokens refuses more). `used` is an
-    upper bound on the context (the loop's); only near the window is it counted, by `exact`
-    (the loop's count, which counts only what is new since its last)."""
+    upper bound on the context (the loop's); only near the window is it counted exactly."""
     wanted = session.max_tokens
     if wanted is None or used * session.token_ratio + wanted <= session.context_window:
         return wanted
-    left = session.context_window - _provider_tokens(session, await exact())
+    left = session.context_window - _provider_tokens(session, await _exact(session))
     return max(MIN_ANSWER, min(wanted, left))
 
 
@@ -85,7 +84,7 @@ async def refused_again(session: Session, error: ContextOverflowError) -> Contex
 async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, int, int]:
     """(the limit, what was sent in the provider's tokens, our count of the context); the
     limit becomes the session's window and the provider's count its token ratio."""
-    ours = await tokens.count_messages_off_loop(session.messages, session.tool_definitions())
+    ours = await _exact(session)
     prompt = error.prompt if error.prompt and ours and error.prompt / ours <= MAX_RATIO else None
     if prompt:
         session.token_ratio = max(1.0, prompt / ours)
@@ -103,6 +102,10 @@ async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, in
     return error.limit, sent, ours
 
 
+async def _exact(session: Session) -> int:
+    return await session.context.exact(session.tool_definitions())
+
+
 def _provider_tokens(session: Session, ours: int, window: int | None = None) -> int:
     """Our count as the provider's, with `SLACK_SHARE` of the window to spare."""
     window = session.context_window if window is None else window
@@ -111,7 +114,7 @@ def _provider_tokens(session: Session, ours: int, window: int | None = None) -> 
 
 def _base(session: Session) -> int:
     """Our count of what no compaction shrinks: the system prompt and the tool definitions."""
-    system = [m for m in session.messages if m.get("role") == "system"]
+    system = [m for m in session.messages if is_system(m)]
     return tokens.count_messages(system, session.tool_definitions())
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from talaria.agent.providers.base import Message, call_arguments
+from talaria.agent.transcript import Message, call_arguments, calls_of, is_tool_result, is_user
 
 ARGUMENT_LIMIT = 1_000
 """Characters of one tool-call argument string kept verbatim; longer ones are shrunk."""
@@ -83,17 +83,16 @@ def stage1(messages: list[Message], start: int, end: int) -> list[Message]:
     """A copy of `messages` with messages[start:end] reduced as described above."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     for message in messages:
-        for call in message.get("tool_calls") or ():
+        for call in calls_of(message):
             calls[call["id"]] = (call["name"], call_arguments(call))
     later_outputs: dict[str, int] = {}
     for index, message in enumerate(messages):
-        if message.get("role") == "tool":
+        if is_tool_result(message):
             later_outputs[message.get("content", "")] = index
     out = list(messages)
     for index in range(start, end):
         message = messages[index]
-        role = message.get("role")
-        if role == "tool" and not str(message.get("content", "")).startswith(SUMMARY_PREFIX):
+        if is_tool_result(message) and not str(message.get("content", "")).startswith(SUMMARY_PREFIX):
             name, args = calls.get(message.get("tool_call_id", ""), (message.get("name", "tool"), {}))
             content = message.get("content", "")
             if later_outputs.get(content, index) > index and len(content) > 80:
@@ -101,12 +100,12 @@ def stage1(messages: list[Message], start: int, end: int) -> list[Message]:
             else:
                 text = one_line(name, args, content)
             out[index] = {**message, "content": text}
-        elif role == "assistant" and message.get("tool_calls"):
+        elif calls_of(message):
             out[index] = {**message, "tool_calls": [
                 {**call, "arguments": shrink_arguments(call.get("arguments") or "{}")}
                 for call in message["tool_calls"]
             ]}
-        elif role == "user" and isinstance(message.get("content"), list):
+        elif is_user(message) and isinstance(message.get("content"), list):
             parts = [p if p.get("type") == "text" else {"type": "text", "text": "[image omitted]"}
                      for p in message["content"]]
             out[index] = {**message, "content": parts}

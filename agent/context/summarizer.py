@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from talaria.agent.providers.base import Message, Provider, TextDelta
+from talaria.agent.providers.base import Provider, TextDelta
+from talaria.agent.transcript import Message
 
 
 class Summarizer(Protocol):

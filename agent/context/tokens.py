@@ -12,7 +12,8 @@ only (hash, length) -> count, so it pins no memory of dropped messages.
 On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
 tokenizer. The loop sizes the context with the bound before every model call; only when the
 bound reaches the compaction threshold does compaction count exactly, in a worker thread
-(`count_messages_off_loop`), and decide on the exact count. A short session never counts
+(`LiveContext.exact`, `live.py`: the counts are cached, so the bound of those texts is then
+exact), and decide on the exact count. A short session never counts
 exactly at all. Building the tokenizer holds the GIL for 60-90 ms in one step (tiktoken's
 `CoreBPE`, in Rust), which stalls every thread: `talaria acp` therefore counts exactly in a
 child process (`count_with`, `token_child.py`), which keeps the tables' ~14 MB too.
@@ -27,8 +28,6 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +137,6 @@ def count_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
 def bound_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
     """An upper bound on `count_messages` (`bound` for each text): for the event loop."""
     return _total(messages, tools, bound)
-
-
-async def count_messages_off_loop(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-) -> int:
-    """`count_messages` in a worker thread (the tokenizer's build, long texts at ~0.6 s per
-    MB); the counts are cached, so `bound` of these texts is then exact."""
-    return await anyio.to_thread.run_sync(count_messages, messages, tools)
 
 
 def _total(

@@ -1,6 +1,6 @@
 """LLM providers behind one seam: `Provider.stream(messages, tools)` yields `StreamEvent`s.
 
-    base.py       the seam: message shape, events, the `Provider` protocol
+    base.py       the seam: events, the `Provider` protocol (messages: `agent.transcript`)
     errors.py     classified failures
     factory.py    `create_provider("provider:model")`, `create_retrying_provider`
     retry.py      error classification, retries with backoff, fallback models
@@ -10,14 +10,14 @@
 
 Importing this package imports no SDK; a provider imports its SDK when it is built.
 
-May import `talaria.tools.errors`; nothing else of ours.
+May import `talaria.tools.errors` and `talaria.agent.transcript` (the message shape);
+nothing else of ours.
 """
 
 from __future__ import annotations
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     Provider,
     ReasoningDelta,
     Retrying,
@@ -36,7 +36,6 @@ from talaria.agent.providers.factory import (
 
 __all__ = [
     "Finish",
-    "Message",
     "Provider",
     "ProviderError",
     "ReasoningDelta",

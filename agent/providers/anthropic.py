@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -33,6 +32,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
+from talaria.agent.transcript import Message, is_assistant, is_system, is_tool_result
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHED_USER_TURNS = 2  # + the system prompt = 3 of the 4 cache breakpoints the API allows
@@ -94,7 +94,7 @@ class AnthropicProvider:
         await self._clients.load()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         system, wire_messages = to_wire_messages(messages)
@@ -220,22 +220,22 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return (anyio.EndOfStream, OSError, *(c.RequestError for c in clients if c is not None))
 
 
-def to_wire_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def to_wire_messages(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages) in Anthropic's shape, with prompt-cache breakpoints set."""
     system = [
         {"type": "text", "text": m["content"]}
         for m in messages
-        if m["role"] == "system" and m.get("content")
+        if is_system(m) and m.get("content")
     ]
     if system:
         system[-1]["cache_control"] = dict(_EPHEMERAL)
     wire: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        if role == "system":
+        if is_system(message):
             continue
-        blocks = _assistant_blocks(message) if role == "assistant" else _user_blocks(message)
-        wire_role = "assistant" if role == "assistant" else "user"
+        assistant = is_assistant(message)
+        blocks = _assistant_blocks(message) if assistant else _user_blocks(message)
+        wire_role = "assistant" if assistant else "user"
         if not blocks:
             continue
         if wire and wire[-1]["role"] == wire_role:
@@ -250,7 +250,7 @@ def to_wire_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], lis
 
 def _user_blocks(message: Message) -> list[dict[str, Any]]:
     content = message.get("content") or ""
-    if message["role"] == "tool":
+    if is_tool_result(message):
         block = {"type": "tool_result", "tool_use_id": message["tool_call_id"]}
         if content:  # an empty result is sent without content rather than as ""
             block["content"] = _content_blocks(content) if isinstance(content, list) else content

@@ -1,38 +1,22 @@
 """The provider seam: stream one completion for (messages, tools) as events.
 
 Messages use one internal shape, close to OpenAI Chat Completions, which every provider
-adapter translates to and from its own wire format:
-
-    {"role": "system", "content": str}
-    {"role": "user", "content": str | [{"type": "text", "text"}, {"type": "image", "mime_type", "data"}],
-     "tool_image": str | None}   # set: an image a tool call (that id) attached, not a prompt
-    {"role": "assistant", "content": str, "reasoning": str | None,
-     "thinking_blocks": [{"type": "thinking", "thinking", "signature"} |
-                         {"type": "redacted_thinking", "data"}] | None,
-     "tool_calls": [{"id", "name", "arguments": str (JSON)}] | None}
-    {"role": "tool", "tool_call_id": str, "name": str, "content": str}
+adapter translates to and from its own wire format: the rows of `talaria.agent.transcript`
+(system, user, assistant, tool); an adapter sends what the model reads of them and ignores the
+record's other keys (usage, display, ...).
 
 `tools` are provider-neutral definitions: {"name", "description", "parameters" (JSON schema)}.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-Message = dict[str, Any]
+from talaria.agent.transcript import AssistantExtras, Message
+
 ToolDef = dict[str, Any]
-
-
-def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
-    """The arguments of a recorded tool call as a dict; {} when the model sent bad JSON."""
-    try:
-        args = json.loads(call.get("arguments") or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return args if isinstance(args, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +55,9 @@ class Finish:
     """Last event of a stream. `reason` is one of: stop, tool_calls, length, refusal."""
 
     reason: str
-    # Provider-specific assistant-message extras to keep for the next turn
-    # (e.g. Anthropic thinking blocks with their signatures).
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: AssistantExtras = field(default_factory=lambda: AssistantExtras())
+    """Provider-specific keys of the assistant message, kept for the next turn (Anthropic's
+    thinking blocks with their signatures)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +91,7 @@ class Provider(Protocol):
         ...
 
     def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """`reasoning_effort`: low | medium | high, or None for the model's default."""

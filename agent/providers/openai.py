@@ -7,12 +7,11 @@ The `openai` SDK is imported on the first model call, not when the provider is b
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -32,6 +31,7 @@ from talaria.agent.providers.retry import (
     error_fields,
     stall_guard,
 )
+from talaria.agent.transcript import Message, is_assistant, is_tool_result, is_user
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FINISH = {
@@ -81,7 +81,7 @@ class OpenAIProvider:
         await self._clients.load()
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
@@ -151,17 +151,16 @@ class OpenAIProvider:
         yield Finish(reason)
 
     def _to_wire(self, message: Message) -> dict[str, Any]:
-        role = message["role"]
-        if role == "user":
+        if is_user(message):
             return {"role": "user", "content": _user_content(message["content"])}
-        if role == "tool":
+        if is_tool_result(message):
             return {
                 "role": "tool",
                 "tool_call_id": message["tool_call_id"],
                 "content": message.get("content") or "",
             }
-        if role != "assistant":
-            return {"role": role, "content": message.get("content") or ""}
+        if not is_assistant(message):  # the system prompt
+            return {"role": message["role"], "content": message.get("content") or ""}
         wire: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
         if message.get("tool_calls"):
             wire["content"] = message.get("content") or None

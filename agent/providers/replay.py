@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.providers.base import (
     Finish,
-    Message,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
@@ -39,6 +38,14 @@ from talaria.agent.providers.errors import (
     TimeoutError_,
 )
 from talaria.agent.providers.retry import classify_error
+from talaria.agent.transcript import (
+    AssistantExtras,
+    Message,
+    is_assistant,
+    is_tool_result,
+    is_user,
+    text_of,
+)
 
 MAX_DELTAS = 8  # text is streamed in at most this many pieces
 
@@ -53,7 +60,7 @@ def load_turns(path: str | Path) -> list[dict[str, Any]]:
     if isinstance(data, dict):
         data = data.get("turns", [data])
     if any("role" in item for item in data):
-        return [_turn_from_message(m) for m in data if m.get("role") == "assistant"]
+        return [_turn_from_message(m) for m in data if is_assistant(m)]
     return list(data)
 
 
@@ -127,7 +134,7 @@ class ReplayProvider:
         return None  # nothing to load
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         if self.played >= len(self.turns):
@@ -146,17 +153,19 @@ class ReplayProvider:
         for call in turn_tool_calls(turn, self.played):
             yield ToolCallRequest(call["id"], call["name"], call["arguments"])
         yield turn_usage(turn, sum(len(str(m.get("content") or "")) for m in messages))
-        extras = {"thinking_blocks": turn["thinking_blocks"]} if turn.get("thinking_blocks") else {}
+        extras = AssistantExtras()
+        if turn.get("thinking_blocks"):
+            extras["thinking_blocks"] = turn["thinking_blocks"]
         yield Finish(turn_finish(turn), extras)
 
-    def _check(self, turn: dict[str, Any], messages: list[Message], tools: list[ToolDef]) -> None:
+    def _check(self, turn: dict[str, Any], messages: Sequence[Message], tools: list[ToolDef]) -> None:
         number = self.played + 1
         offered = {t["name"] for t in tools}
         for call in turn.get("tool_calls") or ():
             if call["name"] not in offered:
                 self._fail(f"turn {number} calls tool {call['name']!r}, not offered")
         trailing = 0
-        while trailing < len(messages) and messages[-1 - trailing]["role"] == "tool":
+        while trailing < len(messages) and is_tool_result(messages[-1 - trailing]):
             trailing += 1
         if self._last_calls is not None and trailing != self._last_calls:
             self._fail(f"turn {number} expects {self._last_calls} tool results, got {trailing}")
@@ -164,24 +173,18 @@ class ReplayProvider:
         last_role = messages[-1]["role"] if messages else None
         if "last_message_role" in expect and last_role != expect["last_message_role"]:
             self._fail(f"turn {number} expects a {expect['last_message_role']} message last")
-        results = [_text(m) for m in messages[len(messages) - trailing :]]
+        results = [text_of(m, sep="") for m in messages[len(messages) - trailing :]]
         if "tool_result_contains" in expect and not any(
             expect["tool_result_contains"] in r for r in results
         ):
             self._fail(f"turn {number}: no tool result contains {expect['tool_result_contains']!r}")
-        users = [_text(m) for m in messages if m["role"] == "user"]
+        users = [text_of(m, sep="") for m in messages if is_user(m)]
         if "user_contains" in expect and not (users and expect["user_contains"] in users[-1]):
             self._fail(f"turn {number}: last user message lacks {expect['user_contains']!r}")
 
     def _fail(self, message: str) -> None:
         raise ReplayError(message, provider=self.name)
 
-
-def _text(message: Message) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") for p in content)
 
 
 def _turn_from_message(message: Message) -> dict[str, Any]:

@@ -11,13 +11,13 @@ import email.utils
 import random
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, TypeVar, cast
 
 import anyio
 
-from talaria.agent.providers.base import Message, Provider, Retrying, StreamEvent, ToolDef
+from talaria.agent.providers.base import Provider, Retrying, StreamEvent, ToolDef
 from talaria.agent.providers.errors import (
     AuthError,
     BadRequestError,
@@ -33,6 +33,7 @@ from talaria.agent.providers.errors import (
     TimeoutError_,
     UnreachableError,
 )
+from talaria.agent.transcript import Message
 
 _BILLING = re.compile(
     r"insufficient_quota|billing|\bcredits?\b|payment required|exceeded your current quota", re.I
@@ -241,7 +242,7 @@ class RetryingProvider:
         return ceiling * (0.5 + self._jitter() / 2)
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
+        self, messages: Sequence[Message], tools: list[ToolDef], *, max_tokens: int | None = None,
         reasoning_effort: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         attempt = 0

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 import anyio
 
@@ -31,9 +30,19 @@ from talaria.agent.config import Config
 from talaria.agent.door import LocalDoor
 from talaria.agent.events import Notice
 from talaria.agent.loop import run_turn
-from talaria.agent.providers.base import Message
 from talaria.agent.runtime import Opening, make_provider, new_session
 from talaria.agent.session import Session
+from talaria.agent.transcript import (
+    Message,
+    ReviewEvent,
+    calls_of,
+    is_assistant,
+    is_prompt,
+    is_system,
+    is_tool_result,
+    is_user,
+    text_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -167,15 +176,14 @@ def digest(messages: list[Message]) -> list[Message]:
     to the last DIGEST_CHARS."""
     lines = []
     for m in messages[1:]:
-        role = m.get("role")
-        if role in ("user", "assistant") and (text := _text(m.get("content"))):
-            lines.append(f"{role}: {_cut(text)}")
-        for call in m.get("tool_calls") or ():
+        if (is_user(m) or is_assistant(m)) and (said := text_of(m, sep=" ")):
+            lines.append(f"{m['role']}: {_cut(said)}")
+        for call in calls_of(m):
             lines.append(f"tool call {call['name']}({_cut(str(call.get('arguments')))})")
-        if role == "tool":
-            lines.append(f"result of {m.get('name')}: {_cut(_text(m.get('content')))}")
+        if is_tool_result(m):
+            lines.append(f"result of {m.get('name')}: {_cut(text_of(m, sep=' '))}")
     body = "\n".join(lines)[-DIGEST_CHARS:]
-    system = messages[:1] if messages and messages[0].get("role") == "system" else []
+    system = messages[:1] if messages and is_system(messages[0]) else []
     return [*system, {"role": "user", "content": f"Digest of the conversation so far:\n{body}"},
             {"role": "assistant", "content": "Noted."}]
 
@@ -191,30 +199,23 @@ def _record(session: Session, fork: Session, start: int, changes: list[str]) -> 
     if session.store is None:
         return
     try:
-        session.store.append(session.id, {
+        event: ReviewEvent = {
             "role": "event", "type": "review", "model": fork.provider.name, "changes": changes,
             "messages": json.loads(json.dumps(fork.messages[start:], default=str)),
-        })
+        }
+        session.store.append(session.id, event)
     except Exception:
         log.warning("could not record the review of session %s", session.id, exc_info=True)
 
 
-def _turn_calls(messages: list[Message]) -> list[str]:
-    """Names of the tool calls made since the last user message."""
+def _turn_calls(messages: Sequence[Message]) -> list[str]:
+    """Names of the tool calls made since the last user message (a tool's image is mid-turn)."""
     names: list[str] = []
     for m in reversed(messages):
-        if m.get("role") == "user" and not m.get("tool_image"):  # a tool's image is mid-turn
+        if is_prompt(m):
             break
-        names[:0] = [c["name"] for c in m.get("tool_calls") or ()]
+        names[:0] = [c["name"] for c in calls_of(m)]
     return names
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
 
 
 def _cut(text: str) -> str:

@@ -32,6 +32,7 @@ from talaria.agent import withheld_calls as withheld
 from talaria.agent.config import Config
 from talaria.agent.session import Session
 from talaria.agent.subagents.door import ChildDoor
+from talaria.agent.transcript import SubagentRun, is_assistant
 from talaria.tools.execute_code.pool import KernelPool
 from talaria.tools.handoffs import DelegateRequest, Task
 
@@ -198,7 +199,7 @@ class Run:
 
     def summary(self) -> str:
         messages = self.session.messages if self.session is not None else []
-        last = next((m.get("content") for m in reversed(messages) if m.get("role") == "assistant"
+        last = next((m["content"] for m in reversed(messages) if is_assistant(m)
                      and isinstance(m.get("content"), str) and m["content"].strip()), None)
         if last is None:
             return "(the subagent ended without a summary)"
@@ -239,15 +240,14 @@ class Run:
             "task": self.index, "goal": self.task.goal, "status": self.status,
             "summary": self.summary() if session is not None else None,
             "files_touched": list(self.door.files), "tool_calls": dict(self.door.tool_counts),
-            "model_calls": sum(1 for m in (session.messages if session else [])
-                               if m.get("role") == "assistant"),
+            "model_calls": sum(map(is_assistant, session.messages if session else ())),
             "duration_s": round(self.duration, 2),
         }
         if why := self._why():
             out["error"] = why
         return out
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> SubagentRun:
         """The subagent's transcript, nested under the parent's call in the trajectory."""
         session = self.session
         return {"task": self.index, "goal": self.task.goal, "status": self.status,

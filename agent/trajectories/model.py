@@ -12,9 +12,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-Message = dict[str, Any]
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-              "reasoning_tokens")
+from talaria.agent.transcript import (
+    CallUsage,
+    Message,
+    calls_of,
+    is_answer,
+    is_assistant,
+    is_event,
+    is_tool_result,
+    last_assistant,
+)
+
+USAGE_KEYS = tuple(CallUsage.__annotations__)
 
 
 class TrajectoryNotFound(LookupError):
@@ -39,7 +48,7 @@ class TurnUsage:
 class Trajectory:
     session_id: str
     messages: tuple[Message, ...]
-    """The transcript without event rows, in the internal shape of `providers/base.py`."""
+    """The transcript without event rows, the rows of `agent/transcript.py`."""
     times: tuple[float | None, ...]
     """Unix time each message was recorded (None when the source does not say)."""
     turns: tuple[TurnUsage, ...]
@@ -91,7 +100,7 @@ def build(
     compactions: list[dict[str, Any]] = []
     reviews: list[dict[str, Any]] = []
     for row, when in zip(rows, times, strict=True):
-        if row.get("role") == "event":
+        if is_event(row):
             if row.get("type") == "compaction":
                 compactions.append({**row, "at": len(messages), "time": when})
             elif row.get("type") == "review":
@@ -100,7 +109,7 @@ def build(
         messages.append(row)
         message_times.append(when)
     turns = tuple(
-        _turn(i, m) for i, m in enumerate(messages) if m.get("role") == "assistant"
+        _turn(i, m) for i, m in enumerate(messages) if is_assistant(m)
     )
     if model is None:
         model = next((t.model for t in reversed(turns) if t.model), None)
@@ -112,10 +121,8 @@ def build(
 
 
 def completion_status(messages: list[Message] | tuple[Message, ...]) -> str:
-    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-    if last is None or last.get("tool_calls") or last.get("interrupted"):
-        return "partial"
-    return "completed"
+    last = last_assistant(messages)
+    return "completed" if last is not None and is_answer(last) else "partial"
 
 
 def tool_failed(message: Message) -> bool:
@@ -139,11 +146,11 @@ def tool_stats(messages: list[Message] | tuple[Message, ...]) -> dict[str, dict[
     stats: dict[str, dict[str, int]] = {}
     names: dict[str, str] = {}
     for message in messages:
-        for call in message.get("tool_calls") or ():
+        for call in calls_of(message):
             entry = stats.setdefault(call["name"], {"count": 0, "success": 0, "failure": 0})
             entry["count"] += 1
             names[call["id"]] = call["name"]
-        if message.get("role") == "tool":
+        if is_tool_result(message):
             name = names.pop(message.get("tool_call_id", ""), None)
             if name is not None:
                 stats[name]["failure" if tool_failed(message) else "success"] += 1

@@ -18,7 +18,17 @@ from html import escape
 from typing import Any
 
 from talaria.agent.trajectories import charts
-from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.agent.trajectories.model import Trajectory, TurnUsage, iso_time, tool_failed
+from talaria.agent.transcript import (
+    Message,
+    calls_of,
+    is_assistant,
+    is_system,
+    is_tool_result,
+    is_user,
+    results_by_call,
+    text_of,
+)
 from talaria.tools.redact import redact
 
 TEXT_LIMIT = 20_000
@@ -112,8 +122,8 @@ def render_trajectory(traj: Trajectory) -> str:
 def transcript_html(traj: Trajectory) -> str:
     """The turns of a trajectory (redacted): messages, tool calls with their results, events."""
     messages: list[Message] = redact(list(traj.messages))
-    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
-    called = {c["id"] for m in messages for c in m.get("tool_calls") or ()}
+    results = results_by_call(messages)
+    called = {c["id"] for m in messages for c in calls_of(m)}
     usage = {t.index: (n, t) for n, t in enumerate(traj.turns, start=1)}
     events: dict[int, list[dict[str, Any]]] = {}
     for event in redact(list(traj.compactions)):
@@ -121,15 +131,14 @@ def transcript_html(traj: Trajectory) -> str:
     out: list[str] = []
     for i, message in enumerate(messages + [{}]):
         out.extend(_event(e) for e in events.get(i, ()))
-        role = message.get("role")
-        if role == "system":
+        if is_system(message):
             out.append('<div class="msg system"><details><summary>System prompt</summary>'
                        f'<pre>{esc_text(message.get("content"))}</pre></details></div>')
-        elif role == "user":
+        elif is_user(message):
             out.append(f'<div class="msg user"><div class="who">You</div>{_content(message.get("content"))}</div>')
-        elif role == "assistant":
+        elif is_assistant(message):
             out.append(_agent_turn(message, usage.get(i), results))
-        elif role == "tool" and message.get("tool_call_id") not in called:
+        elif is_tool_result(message) and message.get("tool_call_id") not in called:
             out.append(f'<div class="msg agent">{_tool(message.get("name", "?"), None, message)}</div>')
     return "".join(out)
 
@@ -255,13 +264,8 @@ def tile(value: Any, label: str) -> str:
 
 
 def _first_prompt(messages: list[Message]) -> str:
-    first = next((m for m in messages if m.get("role") == "user"), None)
-    if first is None:
-        return ""
-    content = first.get("content")
-    if isinstance(content, list):
-        content = " ".join(p.get("text", "") for p in content if p.get("type") == "text")
-    return " ".join(str(content or "").split())
+    first = next((m for m in messages if is_user(m)), None)
+    return " ".join(text_of(first, sep=" ").split()) if first is not None else ""
 
 
 def esc_text(value: Any) -> str:

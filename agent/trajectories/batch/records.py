@@ -4,7 +4,7 @@ A task's record (built here from its transcript) is
 
     {"task_id", "prompt_index" (the task's 0-based position in the tasks file), "prompt",
      "status": "completed" | "failed", "reason", "error",
-     "messages": [internal messages, see agent/providers/base.py], "model", "turns",
+     "messages": [transcript rows, see agent/transcript.py], "model", "turns",
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning"},
      "duration_s", "model_s", "tool_stats": {tool: {"calls", "failed"}}}
 
@@ -22,6 +22,8 @@ end (`max_turn_requests`, `max_tokens`, `refusal`, `timeout`, `provider_error`,
 from __future__ import annotations
 
 from typing import Any
+
+from talaria.agent.transcript import is_assistant, is_tool_result
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
               "reasoning_tokens")
@@ -56,13 +58,12 @@ def summarize(messages: list[dict[str, Any]]) -> dict[str, Any]:
     turns = 0
     model_ms = 0.0
     for message in messages:
-        role = message.get("role")
-        if role == "assistant" and "usage" in message:
+        if is_assistant(message) and "usage" in message:
             turns += 1
             model_ms += float(message.get("duration_ms") or 0)
             for key in TOKEN_KEYS:
                 totals[key] += int((message.get("usage") or {}).get(key) or 0)
-        elif role == "tool":
+        elif is_tool_result(message):
             entry = tools.setdefault(str(message.get("name") or "?"), {"calls": 0, "failed": 0})
             entry["calls"] += 1
             entry["failed"] += message.get("status") == "failed"

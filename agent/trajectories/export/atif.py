@@ -32,12 +32,12 @@ from importlib import metadata
 from typing import Any
 
 from talaria.agent.trajectories.export.common import (
-    content_text,
     images,
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory, TurnUsage, build, iso_time
+from talaria.agent.trajectories.model import Trajectory, TurnUsage, build, iso_time
+from talaria.agent.transcript import Message, content_text, is_tool_result
 
 SCHEMA_VERSION = "ATIF-v1.4"
 SOURCE_KEYS = ("prompt_index", "task_id", "status", "reason", "error")
@@ -90,7 +90,7 @@ def _steps(traj: Trajectory) -> list[dict[str, Any]]:
         role = message.get("role")
         if role == "assistant":
             j = i + 1
-            while j < len(messages) and messages[j].get("role") == "tool":
+            while j < len(messages) and is_tool_result(messages[j]):
                 j += 1
             steps.append(_agent(message, messages[i + 1:j], usage.get(i), when))
             i = j

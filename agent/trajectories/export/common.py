@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from talaria.agent.transcript import is_tool_result
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCatalog:
@@ -28,17 +30,6 @@ class ToolCatalog:
 
 
 
-def content_text(content: Any, image: str) -> str:
-    """A message's content as text; each image becomes `image` (a placeholder)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else str(content)
-    return "\n".join(
-        part.get("text", "") if part.get("type") == "text" else image for part in content
-    )
-
-
 def images(content: Any) -> list[dict[str, Any]]:
     """The image parts of a message's content."""
     if not isinstance(content, list):
@@ -49,7 +40,7 @@ def images(content: Any) -> list[dict[str, Any]]:
 def subagent_runs(messages: Any) -> list[tuple[str, dict[str, Any]]]:
     """(tool call id, run) for each subagent a `delegate_task` call started: the run is
     {task, goal, status, session_id, messages} as the tool runner filed it under the result."""
-    return [(str(m.get("tool_call_id", "")), run) for m in messages if m.get("role") == "tool"
+    return [(str(m.get("tool_call_id", "")), run) for m in messages if is_tool_result(m)
             for run in m.get("subagents") or () if isinstance(run, dict)]
 
 

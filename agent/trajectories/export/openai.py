@@ -24,12 +24,12 @@ from typing import Any
 
 from talaria.agent.trajectories.export.common import (
     ToolCatalog,
-    content_text,
     images,
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory
+from talaria.agent.trajectories.model import Trajectory
+from talaria.agent.transcript import Message, content_text
 
 
 def to_openai(traj: Trajectory, catalog: ToolCatalog) -> dict[str, Any]:

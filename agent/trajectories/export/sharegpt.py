@@ -35,11 +35,19 @@ from typing import Any
 
 from talaria.agent.trajectories.export.common import (
     ToolCatalog,
-    content_text,
     run_header,
     subagent_runs,
 )
-from talaria.agent.trajectories.model import Message, Trajectory, iso_time
+from talaria.agent.trajectories.model import Trajectory, iso_time
+from talaria.agent.transcript import (
+    Message,
+    calls_of,
+    content_text,
+    is_assistant,
+    is_tool_result,
+    is_user,
+    last_assistant,
+)
 
 IMAGE = "<image>"
 
@@ -108,16 +116,15 @@ def conversations(messages: tuple[Message, ...] | list[Message], catalog: ToolCa
     turns = [{"from": "system", "value": system_prompt(catalog)}]
     pending: list[str] = []  # tool responses of the current model turn
     for message in messages:
-        role = message.get("role")
-        if role == "tool":
+        if is_tool_result(message):
             pending.append(_tool_response(message))
             continue
         if pending:
             turns.append({"from": "tool", "value": "\n".join(pending)})
             pending = []
-        if role == "user":
+        if is_user(message):
             turns.append({"from": "human", "value": content_text(message.get("content"), IMAGE)})
-        elif role == "assistant":
+        elif is_assistant(message):
             turns.append({"from": "gpt", "value": _gpt_value(message)})
         # The session's own system prompt is replaced by the function-calling one, as in Hermes.
     if pending:
@@ -217,8 +224,7 @@ def _parse_tool(value: str) -> list[Message]:
 
 
 def _link_ids(messages: list[Message], results: list[Message]) -> None:
-    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-    for call, result in zip((last or {}).get("tool_calls") or (), results, strict=False):
+    for call, result in zip(calls_of(last_assistant(messages) or {}), results, strict=False):
         if result["tool_call_id"]:
             call["id"] = result["tool_call_id"]
 

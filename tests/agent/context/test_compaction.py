@@ -198,7 +198,7 @@ def test_no_progress_guard(fake_llm, tmp_path: Path) -> None:
     result = anyio.run(lambda: compact_session(session, force_summary=True))
     assert not result.progress
     assert events.of("Compacted")[0].applied is False
-    assert session.compaction_stalled_at == len(session.messages)
+    assert session.context.stalled
     assert not comp.needs_compaction(session, used=10**9), "no loop until the context changes"
     assert "stopped" in comp.describe(result)
 

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.synthetic import TemplateSummarizer, tool_heavy_session
 from talaria.agent import commands
 from talaria.agent.config import load_config
-from talaria.agent.context import fit, tokens
+from talaria.agent.context import fit
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.errors import ContextOverflowError
 from tests.fakewindow import STYLES, prompt_tokens, refusal, small_window
@@ -114,13 +114,10 @@ def test_a_second_refusal_ends_the_turn(fake_llm, tmp_path: Path) -> None:
 
 def test_answer_room_is_bounded_below(fake_llm, tmp_path: Path) -> None:
     session = make_session(fake_llm, tmp_path, context_window=2150)  # ~2,100: system + tools
-    async def exact() -> int:
-        return tokens.count_messages(session.messages, session.tool_definitions())
-
-    room = anyio.run(fit.answer_room, session, 10**6, exact)
+    room = anyio.run(fit.answer_room, session, 10**6)
     assert room == fit.MIN_ANSWER  # the window is all but used: the call asks for the least
     session.context_window = 128_000
-    assert anyio.run(fit.answer_room, session, 1000, exact) == session.max_tokens
+    assert anyio.run(fit.answer_room, session, 1000) == session.max_tokens
 
 
 def test_a_refusal_without_numbers_compacts_and_never_invents_a_window(

@@ -102,11 +102,12 @@ def test_compact_if_needed_decides_on_the_exact_count(fake_llm, tmp_path: Path) 
     session, events = _session(fake_llm, tmp_path)
     tokens.clear_cache()
     session.append({"role": "user", "content": CHEAP})
-    bound = tokens.bound_messages(session.messages, session.tool_definitions())
+    bound = session.context.bound(session.tool_definitions())
     assert comp.needs_compaction(session, bound)
-    session.token_mark = (id(session.messages), len(session.messages), bound)
     assert anyio.run(comp.compact_if_needed, session, bound) is None
-    assert session.token_mark is None, "the loop recounts: its running total was a bound"
+    exact = tokens.count_messages(session.messages, session.tool_definitions())
+    assert session.context.bound(session.tool_definitions()) == exact < bound, \
+        "the loop's running total was a bound: the exact count replaced it"
     assert not events.of("Compacted")
     # Under the threshold as a bound: nothing is counted exactly at all.
     assert anyio.run(comp.compact_if_needed, session, 10) is None
@@ -116,26 +117,3 @@ def test_compact_if_needed_decides_on_the_exact_count(fake_llm, tmp_path: Path) 
 @given(st.text(alphabet=st.sampled_from("ab \n\t\u00a0é"), max_size=400), st.integers(1, 120))
 def test_flattened_is_the_whitespace_squeezed_prefix(text: str, limit: int) -> None:
     assert flattened(text, limit) == " ".join(text.split())[:limit]
-
-
-def test_usage_counted_by_us_counts_only_new_messages(fake_llm, tmp_path: Path,
-                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A provider that reports no usage: each call counts what was added since the last one
-    (exactly, off the loop), not the whole transcript again; the total is the full count."""
-    from talaria.agent import loop
-
-    session = make_session(fake_llm, tmp_path)
-    counted: list[int] = []
-    real = tokens.count_messages_off_loop
-
-    async def spy(messages, tools=None):  # type: ignore[no-untyped-def]
-        counted.append(len(messages))
-        return await real(messages, tools)
-
-    monkeypatch.setattr(tokens, "count_messages_off_loop", spy)
-    first = anyio.run(loop._exact_context, session)
-    for i in range(5):
-        session.append({"role": "user", "content": f"message {i}"})
-    second = anyio.run(loop._exact_context, session)
-    assert counted == [len(session.messages) - 5, 5]
-    assert second == tokens.count_messages(session.messages, session.tool_definitions()) > first

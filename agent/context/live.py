@@ -1,0 +1,137 @@
+"""The live context: the messages the model is sent, and what is known of their size.
+
+One owner for what five session fields used to keep in step by hand: the messages, the tokens
+the provider reported at the last model call, two running totals that count only what was
+appended since they last counted (an upper bound on the event loop, `tokens.bound_messages`;
+an exact count in a worker thread, `tokens.count_messages`: the tokenizer's build, long texts
+at ~0.6 s per MB), and the compaction that made no progress. A change to anything but the end (a replaced context, a cleared one, a message
+edited in place) starts a new generation: a total counted in an older one is counted again.
+
+    live.append(message)                   # through `Session.append`, which also stores it
+    live.replace(messages, usage=after)    # compaction, a restored session
+    live.clear()                           # /clear: the system prompt stays
+    live.edit({index: message})            # earlier messages changed (images retired)
+    used = live.used(tools)                # before a model call, on the event loop
+    exact = await live.exact(tools)        # near the window, or when the provider said nothing
+
+The tool definitions are counted at each call, not kept in a total: an MCP server's tools
+come and go between calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from talaria.agent.context import tokens
+from talaria.agent.transcript import ContextRow, Message, is_system, plain
+
+
+@dataclass(frozen=True, slots=True)
+class _Total:
+    """Tokens of the first `counted` messages of generation `generation`."""
+
+    generation: int
+    counted: int
+    tokens: int
+
+
+class LiveContext:
+    """The messages sent to the model (the store keeps the whole transcript)."""
+
+    __slots__ = ("_messages", "_generation", "_bound", "_exact", "_stalled", "last_usage")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._messages: list[Message] = list(messages)
+        self._generation = 0
+        self._bound: _Total | None = None
+        self._exact: _Total | None = None
+        self._stalled: tuple[int, int] | None = None
+        self.last_usage = 0
+        """Context tokens in use after the last model call, as the provider reported them."""
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The messages, to read (a change goes through this object's methods)."""
+        return self._messages
+
+    @property
+    def generation(self) -> int:
+        """Counts the changes of anything but the end: replace, clear, edit."""
+        return self._generation
+
+    def append(self, message: ContextRow) -> None:
+        self._messages.append(plain(message))
+
+    def replace(self, messages: Iterable[Message], *, usage: int = 0) -> None:
+        """The context becomes `messages` (a compaction's result, a restored session); `usage`:
+        their tokens when known (0: unknown until the next model call)."""
+        self._messages = list(messages)
+        self.last_usage = usage
+        self._changed()
+
+    def clear(self) -> None:
+        """Drop every message but the system prompt."""
+        self.replace(m for m in self._messages[:1] if is_system(m))
+
+    def edit(self, changes: Mapping[int, Message]) -> None:
+        """Put each message at its index (earlier messages changed in place); none: no change."""
+        if not changes:
+            return
+        for index, message in changes.items():
+            self._messages[index] = message
+        self._changed()
+
+    def bound(self, tools: list[dict[str, Any]]) -> int:
+        """An upper bound on the context's tokens with `tools`, for the event loop (it never
+        builds the tokenizer); counts only the messages appended since the last count."""
+        start, before = self._resume(self._bound)
+        total = before + tokens.bound_messages(self._messages[start:])
+        self._bound = _Total(self._generation, len(self._messages), total)
+        return total + tokens.bound_messages([], tools)
+
+    def used(self, tools: list[dict[str, Any]]) -> int:
+        """What the context takes, as far as is known on the event loop: the provider's last
+        report or the bound, whichever is more (either may lag: the report what came after
+        the call, the bound nothing)."""
+        return max(self.last_usage, self.bound(tools))
+
+    async def exact(self, tools: list[dict[str, Any]]) -> int:
+        """The context's exact tokens with `tools`, counted off the event loop; only what was
+        appended since the last exact count is counted (a long session would otherwise count
+        thousands of messages per model call). The counts are cached, so the bound is then
+        exact too."""
+        start, before = self._resume(self._exact)
+        generation, new = self._generation, self._messages[start:]
+        counted, tool_tokens = await anyio.to_thread.run_sync(_count, new, tools)
+        if generation == self._generation:  # else: replaced while counting, count again next time
+            self._exact = self._bound = _Total(generation, start + len(new), before + counted)
+        return before + counted + tool_tokens
+
+    def mark_stalled(self) -> None:
+        """A compaction made no progress: `stalled` until the context changes."""
+        self._stalled = (self._generation, len(self._messages))
+
+    @property
+    def stalled(self) -> bool:
+        """True while the context is as it was when a compaction last made no progress (no
+        loop of compactions that cannot help)."""
+        return self._stalled == (self._generation, len(self._messages))
+
+    def _resume(self, total: _Total | None) -> tuple[int, int]:
+        """(messages counted, their tokens) of `total`, if it is of this generation."""
+        if total is None or total.generation != self._generation:
+            return 0, 0
+        return total.counted, total.tokens
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._bound = self._exact = None
+
+
+def _count(messages: list[Message], tools: list[dict[str, Any]]) -> tuple[int, int]:
+    """Exact tokens of `messages` and of `tools`, apart: only the messages' go into a total."""
+    return tokens.count_messages(messages), tokens.count_messages([], tools)

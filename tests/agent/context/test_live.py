@@ -1,0 +1,180 @@
+"""The live context (`agent/context/live.py`): its running token totals count only what was
+appended since they last counted, and whatever changes an earlier message (replace, clear, an
+edit in place) makes them count again; the counts always equal a count of the whole."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from talaria.agent.context import tokens
+from talaria.agent.context.live import LiveContext
+from talaria.agent.loop import run_turn
+from tests.helpers import make_session
+
+SYSTEM = {"role": "system", "content": "You are a careful assistant. " * 20}
+TOOLS = [{"name": "read_file", "description": "Read a file. " * 30, "parameters": {"type": "object"}}]
+
+
+def _user(i: int, words: int = 40) -> dict[str, Any]:
+    return {"role": "user", "content": f"message {i}: " + "some words here " * words}
+
+
+def _whole(live: LiveContext, tools: list[dict[str, Any]] = TOOLS) -> tuple[int, int]:
+    """(bound, exact) of the whole context counted from nothing."""
+    messages = list(live.messages)
+    return tokens.bound_messages(messages, tools), tokens.count_messages(messages, tools)
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages each count of messages took (counts of the tools alone left out)."""
+    seen: list[int] = []
+    for name in ("bound_messages", "count_messages"):
+        real = getattr(tokens, name)
+
+        def spy(messages: list[Any], tools: Any = None, _real: Any = real) -> int:
+            if messages:
+                seen.append(len(messages))
+            return int(_real(messages, tools))
+
+        monkeypatch.setattr(tokens, name, spy)
+    return seen
+
+
+def test_appends_are_counted_once(counted: list[int]) -> None:
+    live = LiveContext([SYSTEM])
+    tokens.clear_cache()
+    first = live.bound(TOOLS)
+    for i in range(5):
+        live.append(_user(i))
+    second = live.bound(TOOLS)
+    assert counted == [1, 5], "the second bound counted only the five new messages"
+    counted.clear()
+    assert second == _whole(live)[0] > first
+    exact = anyio.run(live.exact, TOOLS)
+    live.append(_user(9))
+    assert anyio.run(live.exact, TOOLS) > exact
+    assert counted[-1] == 1, "the second exact count counted the one new message"
+
+
+def test_an_exact_count_makes_the_bound_exact() -> None:
+    live = LiveContext([SYSTEM, *(_user(i) for i in range(4))])
+    tokens.clear_cache()
+    bound = live.bound(TOOLS)
+    exact = anyio.run(live.exact, TOOLS)
+    assert exact == _whole(live)[1] < bound
+    assert live.bound(TOOLS) == exact and live.used(TOOLS) == exact
+
+
+def test_replace_and_clear_start_the_counts_again(counted: list[int]) -> None:
+    live = LiveContext([SYSTEM, *(_user(i) for i in range(6))])
+    live.bound(TOOLS)
+    anyio.run(live.exact, TOOLS)
+    generation = live.generation
+    live.replace([SYSTEM, _user(7, words=2)], usage=321)
+    assert live.generation > generation and live.last_usage == 321
+    counted.clear()
+    assert live.bound(TOOLS) == _whole(live)[0]
+    assert anyio.run(live.exact, TOOLS) == _whole(live)[1]
+    assert counted[:2] == [2, 2], "both totals counted the new context whole"
+    live.clear()
+    assert list(live.messages) == [SYSTEM] and live.last_usage == 0
+    assert live.bound(TOOLS) == _whole(live)[0]
+    assert anyio.run(live.exact, TOOLS) == _whole(live)[1]
+
+
+def test_clear_without_a_system_prompt_leaves_nothing() -> None:
+    live = LiveContext([_user(1), _user(2)])
+    live.clear()
+    assert list(live.messages) == [] and live.bound([]) == 0
+
+
+def test_an_edit_in_place_is_counted_again() -> None:
+    """An earlier message changes (an image retired): a total that kept its old count would
+    be wrong from then on, whatever is appended after."""
+    live = LiveContext([SYSTEM, _user(1, words=400), _user(2)])
+    before = live.bound(TOOLS)
+    anyio.run(live.exact, TOOLS)
+    live.edit({1: {"role": "user", "content": "shorter now"}})
+    assert live.messages[1]["content"] == "shorter now"
+    after = live.bound(TOOLS)
+    assert after == _whole(live)[0] < before
+    assert anyio.run(live.exact, TOOLS) == _whole(live)[1]
+    generation = live.generation
+    live.edit({})
+    assert live.generation == generation, "no change: the totals stand"
+
+
+def test_the_tools_are_counted_at_each_call(counted: list[int]) -> None:
+    """An MCP server's tools come and go between calls: they are never part of a total."""
+    live = LiveContext([SYSTEM, _user(1)])
+    without = live.bound([])
+    with_tools = live.bound(TOOLS)
+    assert with_tools - without == tokens.bound_messages([], TOOLS) > 0
+    assert counted == [2], "the messages were counted once"
+
+
+def test_a_count_made_while_the_context_was_replaced_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact count runs in a worker thread; a compaction may replace the context before it
+    returns: that count is the old context's and must not be resumed from."""
+    live = LiveContext([SYSTEM, *(_user(i) for i in range(3))])
+    started, release = threading.Event(), threading.Event()
+    real = tokens.count_messages
+
+    def slow(messages: list[Any], tools: Any = None) -> int:
+        if messages:
+            started.set()
+            release.wait(10)
+        return real(messages, tools)
+
+    monkeypatch.setattr(tokens, "count_messages", slow)
+
+    async def race() -> int:
+        async with anyio.create_task_group() as tg:
+            async def replace_meanwhile() -> None:
+                await anyio.to_thread.run_sync(started.wait, 10)
+                live.replace([SYSTEM, _user(8, words=1)])
+                release.set()
+
+            tg.start_soon(replace_meanwhile)
+            old = await live.exact(TOOLS)
+        return old
+
+    old = anyio.run(race)
+    assert old > _whole(live)[1], "it counted the context it was asked about"
+    monkeypatch.setattr(tokens, "count_messages", real)
+    assert anyio.run(live.exact, TOOLS) == _whole(live)[1]
+
+
+def test_a_stalled_compaction_waits_for_any_change() -> None:
+    live = LiveContext([SYSTEM, _user(1)])
+    live.mark_stalled()
+    assert live.stalled
+    live.append(_user(2))
+    assert not live.stalled
+    live.mark_stalled()
+    live.replace([SYSTEM, _user(3), _user(4)])  # the same length, another context
+    assert not live.stalled
+
+
+def test_a_provider_without_usage_is_counted_only_for_what_is_new(
+        fake_llm, tmp_path: Path, counted: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """A turn of three model calls whose provider reports no usage: each call's exact count
+    (off the loop) counts the messages since the previous one, and the last is the whole."""
+    session = make_session(fake_llm, tmp_path)
+    (tmp_path / "project" / "a.txt").write_text("alpha\n")
+    none = {"input_tokens": 0, "output_tokens": 0}
+    call = {"name": "read_file", "arguments": {"path": "a.txt"}}
+    fake_llm.script([{"tool_calls": [call], "usage": none}, {"tool_calls": [call], "usage": none},
+                     {"text": "done", "usage": none}])
+    assert anyio.run(run_turn, session, "read a.txt twice") == "end_turn"
+    # Per call: the bound before it, the exact count after it; each of the two new messages
+    # (the first call: the system prompt and the prompt; then a call and its result).
+    assert counted == [2, 2, 2, 2, 2, 2], counted
+    answered = list(session.messages)[:-1]  # the last answer came after its own count
+    assert session.context.last_usage == tokens.count_messages(answered, session.tool_definitions())
