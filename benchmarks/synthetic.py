@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from typing import Any
 
 from talaria.agent.context import tokens
-
-Message = dict[str, Any]
+from talaria.agent.transcript import Message
 
 # 20 facts a compaction must not lose: (kind, the string that must survive).
 FACTS = [
