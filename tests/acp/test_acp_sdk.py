@@ -186,7 +186,7 @@ def test_sdk_client_without_credentials_gets_auth_required(tmp_path: Path) -> No
             transport_kwargs={"stderr": subprocess.DEVNULL},
         ) as (conn, _):
             init = await conn.initialize(protocol_version=1)
-            assert init.auth_methods[0].id == "setup"
+            assert init.auth_methods[-1].id == "environment"  # every client can use it
             try:
                 await conn.new_session(cwd=str(tmp_path))
             except acp.RequestError as exc:

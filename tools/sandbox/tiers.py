@@ -83,6 +83,7 @@ from functools import cache
 from pathlib import Path
 
 from talaria.tools.errors import SandboxError
+from talaria.tools.home import talaria_home
 from talaria.tools.sandbox import cgroup as sandbox_cgroup
 from talaria.tools.sandbox import landlock as sandbox_landlock
 from talaria.tools.sandbox import seccomp as sandbox_seccomp
@@ -178,13 +179,10 @@ class Prepared:
 
 
 def default_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
-    """Credential stores under $HOME and $TALARIA_HOME (the same default as talaria.agent.config)."""
+    """Credential stores under $HOME and $TALARIA_HOME (`tools.home`)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
-    from talaria.tools.home import talaria_home
-
-    talaria = talaria_home(env, home)
-    return (*(home / name for name in HIDDEN_IN_HOME), talaria)
+    return (*(home / name for name in HIDDEN_IN_HOME), talaria_home(env, home))
 
 
 _tier: str | None = None
