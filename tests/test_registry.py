@@ -40,8 +40,9 @@ def test_the_manifest_is_valid_against_the_registry_schema() -> None:
         schema, format_checker=Draft7Validator.FORMAT_CHECKER).iter_errors(agent)]
     assert not errors, errors
     assert set(agent) <= set(schema["properties"]) - {"icon"}  # the registry's build sets icon
-    for key in ("id", "name", "version", "description", "repository", "license"):
+    for key in ("id", "name", "version", "description", "license", "license_url"):
         assert agent[key], key
+    assert "repository" not in agent  # none is published yet: no placeholder address
 
 
 def test_a_bad_manifest_fails_the_schema() -> None:
@@ -59,11 +60,12 @@ def test_the_manifest_names_this_release_and_this_distribution() -> None:
     agent = manifest()
     assert agent["version"] == VERSION
     assert agent["license"] == PYPROJECT["license"]["text"]
-    assert agent["repository"] == PYPROJECT["urls"]["Repository"]
     uvx = agent["distribution"]["uvx"]
-    assert uvx["package"] == PYPROJECT["name"] == "talaria-agent"
+    # Pinned, as every uvx/npx entry of the registry is: uvx runs the version the entry claims,
+    # not whatever is newest.
+    assert uvx["package"] == f"{PYPROJECT['name']}=={VERSION}" and PYPROJECT["name"] == "talaria-agent"
     assert "[" not in uvx["package"]  # a spec with extras fails the registry's checks
-    assert PYPROJECT["scripts"][uvx["package"]] == PYPROJECT["scripts"]["talaria"]
+    assert PYPROJECT["scripts"][PYPROJECT["name"]] == PYPROJECT["scripts"]["talaria"]
     assert uvx["args"] == ["acp"]
 
 
