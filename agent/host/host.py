@@ -54,6 +54,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+FIRST_REQUEST_WAIT_S = 5.0
+"""How long a turn's first model request waits for the session's MCP servers still starting (an
+editor's session opens without waiting for them): a server that takes a second to start has its
+tools in the first request, a dead one costs at most this once. A server that comes up later
+has its tools in the next model request."""
 TURN_MODULES = ("talaria.agent.loop", "talaria.agent.skills.review")
 """What a prompt imports that opening a session does not (~0.1 s of module code): imported in a
 worker thread (`load_turn_modules`), never on the event loop."""
@@ -302,6 +307,7 @@ class SessionHost:
                     return Outcome(await self._command(session, *command))
                 blocks = body if isinstance(body, list) else [{"type": "text", "text": body}]
                 body = expand(session, text, blocks) or body  # `/SKILL task`
+                await tools_ready(session, FIRST_REQUEST_WAIT_S)
             if scope.cancel_called:
                 return Outcome("cancelled")
             reason = await self._model_call(run_turn(session, body))

@@ -163,3 +163,19 @@ async def test_the_review_is_handed_back_not_run(tmp_path: Path, fake_llm: FakeL
         assert fake_llm.served == served + 2  # the turn's calls only: no review yet
         assert (outcome.after is not None) is review
         h.close_all()
+
+
+async def test_the_first_request_waits_for_starting_servers_only_up_to_its_bound(
+        tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    from talaria.agent.host import host as host_module
+    from tests.tools.mcp.servers import stdio
+
+    monkeypatch.setattr(host_module, "FIRST_REQUEST_WAIT_S", 0.5)
+    fake_llm.script([{"text": "Without it."}])
+    h = host(tmp_path, fake_llm)
+    session = await h.open(tmp_path / "project", mcp_servers=(stdio("stuck", "--delay", "30"),))
+    with anyio.fail_after(20):  # the bound, not the server's 30 s
+        assert (await h.prompt(session, "go")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in fake_llm.requests[-1]["json"].get("tools", [])]
+    assert offered and not any(name.startswith("mcp__stuck__") for name in offered)
+    h.close_all()

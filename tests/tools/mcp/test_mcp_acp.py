@@ -175,3 +175,21 @@ def test_a_fork_connects_the_editors_servers(tmp_path: Path, fake_llm) -> None:
         assert tagged(tag)
         ed.request("session/close", {"sessionId": fork})
         assert wait_gone(tag), "the fork's servers die with it"
+
+
+def test_the_first_request_waits_for_a_server_still_starting(tmp_path: Path, fake_llm) -> None:
+    """A stdio server that takes a second to start: the prompt sent right after session/new
+    has its tools in its first model request, and the model's call reaches it."""
+    with Editor(tmp_path, fake_llm) as ed:
+        ed.initialize()
+        sid = ed.request("session/new", {"cwd": str(ed.project), "mcpServers": [
+            acp_entry("slow", "--delay", "1")]})["sessionId"]
+        fake_llm.script([
+            {"tool_calls": [{"id": "s1", "name": "mcp__slow__add", "arguments": {"a": 1, "b": 2}}]},
+            {"text": "It is 3."},
+        ])
+        assert ed.prompt(sid, "add them", timeout=PATIENCE)["stopReason"] == "end_turn"
+    first, second = fake_llm.requests[-2:]
+    assert "mcp__slow__add" in [t["function"]["name"] for t in first["json"]["tools"]]
+    tool_message = next(m for m in second["json"]["messages"] if m["role"] == "tool")
+    assert json.loads(tool_message["content"]) == {"content": "3"}
