@@ -19,6 +19,7 @@ from typing import Any
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
 from talaria.acp_server.updates import (
     compaction,
+    notice,
     permission_tool_call,
     subagent_update,
     to_update,
@@ -43,7 +44,7 @@ class AcpDoor:
         self, peer: Peer, session_id: str, workspace: Workspace, *,
         compaction_updates: bool, config_options: Callable[[], list[dict[str, Any]]],
         on_editor_gone: Callable[[], object], elicitation: bool = False,
-        subagents: bool = False,
+        subagents: bool = False, notices: bool = False,
     ) -> None:
         self.peer = peer
         self.session_id = session_id
@@ -56,6 +57,8 @@ class AcpDoor:
         """The client advertised `elicitation.form`: questions are forms."""
         self.subagents = subagents
         """The client advertised the unstable `subagents`: `subagent_update`s are sent."""
+        self.notices = notices
+        """The client advertised the unstable `session.notices`: notices are `notice` updates."""
         self.last_sent = time.monotonic()
 
     def silent_for(self) -> float:
@@ -70,6 +73,13 @@ class AcpDoor:
                 await self.notify({"sessionUpdate": "current_mode_update", "currentModeId": event.value})
             await self.notify({"sessionUpdate": "config_option_update",
                                "configOptions": self._config_options()})
+        elif isinstance(event, ev.Notice):
+            if self.notices:
+                await self.notify(notice(event))
+            elif event.quiet:  # not part of the answer: a recorder would take it for the model's
+                log.info("notice: %s", event.text)
+            else:
+                await self.notify(to_update(event) or {})
         elif isinstance(event, ev.SubagentChanged):
             if self.subagents:
                 await self.notify(subagent_update(event))

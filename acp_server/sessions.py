@@ -70,6 +70,7 @@ class AcpDoors:
             on_editor_gone=lambda: host.cancel(session_id),
             elicitation=self.client.has("elicitation", "form"),
             subagents=isinstance(self.client.capabilities.get("subagents"), dict),
+            notices=self.client.has("session", "notices"),
         )
 
 

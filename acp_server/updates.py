@@ -98,6 +98,15 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
     return None
 
 
+def notice(event: ev.Notice) -> dict[str, Any]:
+    """The unstable ACP `notice` update (only for clients advertising `session.notices`)."""
+    update: dict[str, Any] = {"sessionUpdate": "notice", "severity": event.severity,
+                              "title": event.title}
+    if event.text.strip() != event.title:
+        update["description"] = event.text.strip()
+    return update
+
+
 STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
 
 

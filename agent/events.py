@@ -72,11 +72,28 @@ class TitleUpdated:
     title: str
 
 
+NOTICE_TITLE_CHARS = 80
+"""A notice's title: its first sentence, cut to this many characters."""
+
+
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """A message for the user that is not model output (retries, fallbacks, warnings)."""
+    """A message for the user that is not model output (retries, fallbacks, warnings).
+    Doors whose client shows notices apart from the answer (ACP `session.notices`) send it as
+    one, with `severity` and a title; elsewhere it joins the answer's text, unless `quiet`:
+    then it is only logged (a note nobody needs in the answer, e.g. that no checkpoint was
+    taken, which a recorder would otherwise take for the model's words)."""
 
     text: str
+    severity: str = "info"
+    """info | warning | error."""
+    quiet: bool = False
+
+    @property
+    def title(self) -> str:
+        first = self.text.strip().split(". ")[0].split("\n")[0].rstrip(".")
+        cut = first if len(first) <= NOTICE_TITLE_CHARS else first[: NOTICE_TITLE_CHARS - 1] + "…"
+        return cut or "Talaria"
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,7 +53,8 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
     session's front door as they happen."""
     emit = session.door.emit
     if not session.supports_images and _has_images(content):
-        await emit(Notice(f"{session.provider.name} does not take images; they were left out."))
+        await emit(Notice(f"{session.provider.name} does not take images; they were left out.",
+                          "warning"))
         assert not isinstance(content, str)  # _has_images is False for plain text
         content = [part if part.get("type") != "image" else
                    {"type": "text", "text": "[an image was attached; this model cannot see images]"}
@@ -82,7 +83,7 @@ async def _steps(session: Session, emit: Emit) -> str:
         take_steering(session)
         take_process_notes(session)
         for notice in session.tool_notices():  # an MCP server failed or came back
-            await emit(Notice(notice))
+            await emit(Notice(notice, "warning"))
         used = session.context.used(session.tool_definitions())
         await compact_if_needed(session, used)
         room = await answer_room(session, used)
@@ -144,7 +145,7 @@ async def query(
                     reasoning.clear()
                     calls.clear()
                     await emit(Notice(f"{event.error}; retrying in {event.delay:.1f}s "
-                                      f"(attempt {event.attempt}, {event.provider})"))
+                                      f"(attempt {event.attempt}, {event.provider})", "warning"))
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             if text or reasoning:

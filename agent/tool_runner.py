@@ -173,7 +173,7 @@ async def execute(session: Session, p: PlannedCall, emit: Emit, *, nested: bool 
     checkpoints = session.checkpoints
     changes = checkpoints is not None and p.kind not in UNCHANGING_KINDS
     if changes and checkpoints and (note := await checkpoints.before_change()):
-        await emit(Notice(note))  # the turn's first change is snapshotted before it runs
+        await emit(Notice(note, quiet=True))  # the turn's first change is snapshotted before it runs
     ctx.sandbox, ctx.conceal = decision.sandbox, decision.conceal
     result = await invoke(p.spec, p.args, ctx)
     if checkpoints is not None and isinstance(diff := result.get("_diff"), dict):

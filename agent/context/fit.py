@@ -97,7 +97,8 @@ async def _learn(session: Session, error: ContextOverflowError) -> tuple[int, in
         await session.door.emit(Notice(
             f"{session.provider.name} says its context window is {error.limit:,} tokens "
             f"(Talaria assumed {session.context_window:,}): using {error.limit:,} for this "
-            f"session; set context_window = {error.limit} in config.toml to start with it."))
+            f"session; set context_window = {error.limit} in config.toml to start with it.",
+            "warning"))
         session.context_window = error.limit
     return error.limit, sent, ours
 

@@ -94,3 +94,41 @@ def test_steer_with_nothing_running_is_sent_as_a_prompt(tmp_path: Path, fake_llm
     assert answer["stopReason"] == "end_turn"
     assert "sent as a prompt" in said and "Using the helper." in said
     assert fake_llm.requests[-1]["json"]["messages"][-1]["content"] == "use the existing helper in utils.py"
+
+
+def test_notices_for_clients_that_show_them_and_quiet_ones_left_out_of_the_answer(
+        tmp_path: Path, fake_llm) -> None:
+    """With `session.notices`, a queued prompt's notice is a `notice` update (severity, title),
+    not answer text; without it, a note nobody needs in the answer (no checkpoint: git is
+    missing here) is not streamed as `agent_message_chunk` (Harbor recorded it as the model's)."""
+    import os
+    import shutil
+    import sys
+
+    bin_dir = tmp_path / "bin"  # a PATH with python and the shell tools, but no git
+    bin_dir.mkdir()
+    for tool in ("sh", "bash", "env", "sleep", "cat", "rg", "bwrap"):
+        if found := shutil.which(tool):
+            os.symlink(found, bin_dir / tool)
+    os.symlink(sys.executable, bin_dir / "python3")
+    write = {"tool_calls": [call("write_file", "w1", path="b.py", content="y = 2\n")]}
+    slow = {"tool_calls": [call("terminal", "s1", command="sleep 1")]}
+    fake_llm.script([write, {"text": "Written."}, slow, {"text": "First."}, {"text": "Second."}])
+    with Editor(tmp_path, fake_llm, permission="allow_always", unstable=True,
+                env={"PATH": str(bin_dir)}) as ed:
+        ed.initialize()  # no session.notices
+        sid = ed.new_session()
+        assert ed.prompt(sid, "write it")["stopReason"] == "end_turn"
+        answer = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
+        ed.initialize(session={"notices": {}})
+        noticed = ed.new_session()
+        first = ed.send_prompt(noticed, "slow one")
+        ed.wait_for(lambda: ed.updates(noticed, "tool_call"), what="the running command")
+        assert ed.prompt(noticed, "then this")["stopReason"] == "end_turn"
+        assert ed.result(first)["stopReason"] == "end_turn"
+        notes = ed.updates(noticed, "notice")
+        texts = "".join(u["content"]["text"] for u in ed.updates(noticed, "agent_message_chunk"))
+    assert ed.writes and "Written." in answer  # the write went through the editor
+    assert "checkpoint" not in answer.lower()
+    assert any(n["title"].startswith("Queued") and n["severity"] == "info" for n in notes), notes
+    assert "Queued" not in texts
