@@ -195,3 +195,22 @@ def test_plan_mode_refuses_input_to_a_background_shell_the_user_allowed(tmp_path
         assert "echo ok > ok.txt" in asked["title"]
         assert ed.wait_for(lambda: (ed.project / "ok.txt").exists(), what="the shell's write")
         assert hello.read_text() == "hello\n"
+
+
+def test_a_process_that_ends_between_turns_is_told_to_the_editor_then(tmp_path: Path, fake_llm: Any) -> None:
+    """Without notify_on_complete too: the user hears of the end while the session is idle (a
+    `notice` for clients that show them); the model is not told (it did not ask)."""
+    fake_llm.script([
+        call("terminal", command="sleep 1; echo served", background=True),
+        {"text": "Started."},
+    ])
+    with Editor(tmp_path, fake_llm, unstable=True) as ed:
+        ed.initialize(session={"notices": {}})
+        sid = ed.new_session()
+        ed.prompt(sid, "serve it")
+        proc_id = results(fake_llm)[-1]["session_id"]
+        ed.wait_for(lambda: any(f"Background process {proc_id}" in n["title"]
+                                for n in ed.updates(sid, "notice")), what="the notice")
+        fake_llm.script([{"text": "ok"}])
+        ed.prompt(sid, "and?")
+        assert not [t for t in sent_texts(fake_llm) if f"[Background process {proc_id}" in t]

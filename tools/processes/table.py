@@ -117,9 +117,12 @@ class ProcessTable:
             log.exception("watching %s failed", entry.id)
             entry.proc.ended.set()
         entry.proc.log.close()
-        if entry.notify and not entry.proc.killed:
+        if not entry.proc.killed:
+            # The user hears of every end, between turns too (the editor shows it then); the
+            # model only of those it asked for (notify_on_complete), at its next call.
             text = ending(entry)
-            self.notes.append(text)
+            if entry.notify:
+                self.notes.append(text)
             if self.announce is not None:
                 with contextlib.suppress(Exception):
                     await self.announce(text.splitlines()[0])
