@@ -133,8 +133,8 @@ class Config:
         "vercel or a [environments.NAME] table, as NAME or NAME:ARG (ssh:host, docker:image).")
     lsp_unattended_mode: str = setting(
         "dont_ask", "TALARIA_LSP_UNATTENDED_MODE",
-        "talaria lsp, for editors that cannot ask (no window/showMessageRequest): the mode "
-        "used unless initializationOptions.mode says otherwise.",
+        "talaria lsp, for editors that cannot ask (window/showMessageRequest fails): the mode "
+        "the session switches to then, unless initializationOptions.mode chose one.",
         check.choice("dont_ask", "plan", "accept_edits", "auto"))
     checkpoints: bool = setting(
         True, "TALARIA_CHECKPOINTS",

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from talaria.acp_server.updates import compaction, to_update
 from talaria.agent import events as ev
-from talaria.agent.permissions import PermissionAsk
+from talaria.agent.permissions import UNASKED, PermissionAsk
 from talaria.tools.handoffs import Clarifier
 from talaria.tools.workspace import Workspace
 
@@ -69,7 +69,11 @@ class LspDoor:
         self.session_id = session_id
         self.workspace = workspace
         self.can_ask = can_ask
-        """The client advertised `window.showMessage` (showMessageRequest)."""
+        """False once `window/showMessageRequest` failed: a base LSP request every client is
+        asked with, whatever it advertises (Eglot advertises no `window.showMessage`, which
+        only describes message action items, and answers it)."""
+        self.on_cannot_ask: Callable[[], None] | None = None
+        """Called once when the client turned out not to answer questions."""
         self.turn: Turn | None = None
         """The request being served, while one runs."""
 
@@ -101,7 +105,7 @@ class LspDoor:
 
     async def ask(self, ask: PermissionAsk) -> str:
         if not self.can_ask:
-            return "reject_once"
+            return UNASKED
         if self.turn is not None:
             self.turn.progress(f"Waiting for your answer: {ask.title}")
         message = f"Talaria wants to {_verb(ask)}: {ask.title}"
@@ -113,9 +117,11 @@ class LspDoor:
                 "actions": [{"title": title} for title in ACTIONS],
             })
         except ClientError as exc:
-            log.warning("window/showMessageRequest failed (%s): no more questions, refusing", exc)
+            log.warning("window/showMessageRequest failed (%s): no more questions", exc)
             self.can_ask = False
-            return "reject_once"
+            if self.on_cannot_ask is not None:
+                self.on_cannot_ask()
+            return UNASKED
         title = chosen.get("title") if isinstance(chosen, dict) else None
         return ACTIONS.get(title, "reject_once") if title is not None else "reject_once"
 

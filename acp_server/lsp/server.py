@@ -175,21 +175,20 @@ def _start_agent(ls: TalariaServer) -> LspAgent:
 
     if ls.agent is not None:
         return ls.agent
-    can_ask = ls._capability("window", "show_message") is not None
     mode = ls.config.mode if ls.config.mode in MODES else "default"
+    unattended: str | None = ls.config.lsp_unattended_mode
     wanted = ls.init_options.get("mode")
     if isinstance(wanted, str) and wanted:
+        unattended = None  # the user's choice holds, also for a client that cannot ask
         try:
             mode = normalize_mode(wanted)
         except ValueError as exc:
             ls.notify("window/showMessage", {"type": 2, "message": f"Talaria: {exc}; using {mode}"})
         if mode not in MODES:  # bypass is for headless runs
             mode = "default"
-    elif not can_ask:
-        mode = ls.config.lsp_unattended_mode
     model = ls.init_options.get("model")
     ls.documents = DocumentWorkspace(LocalWorkspace(_root(ls)), ls)
-    ls.agent = LspAgent(ls, ls.config, ls.documents, can_ask=can_ask, mode=mode,
+    ls.agent = LspAgent(ls, ls.config, ls.documents, unattended=unattended, mode=mode,
                         model=model if isinstance(model, str) and model.strip() else None)
     return ls.agent
 

@@ -70,16 +70,28 @@ class Running:
 class LspDoors:
     """The host's `Doors` for LSP: tools through the open buffers, events as `talaria/update`."""
 
-    def __init__(self, client: Editor, workspace: DocumentWorkspace, *, can_ask: bool) -> None:
+    def __init__(self, client: Editor, workspace: DocumentWorkspace, *,
+                 unattended: str | None) -> None:
         self.client = client
         self.documents = workspace
-        self.can_ask = can_ask
+        self.unattended = unattended
+        """The mode a session switches to when the client cannot answer questions (None: the
+        user chose a mode; it holds)."""
+        self.sessions: dict[str, Session] = {}
 
     def workspace(self, session_id: str, cwd: Path) -> Workspace:
         return self.documents
 
     def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
-        return LspDoor(self.client, session_id, workspace, can_ask=self.can_ask)
+        door = LspDoor(self.client, session_id, workspace, can_ask=True)
+
+        def cannot_ask() -> None:  # the next calls go by the unattended mode, not a refusal
+            session = self.sessions.get(session_id)
+            if session is not None and self.unattended is not None:
+                session.permissions.mode = self.unattended
+
+        door.on_cannot_ask = cannot_ask
+        return door
 
 
 class LspAgent:
@@ -87,7 +99,7 @@ class LspAgent:
     the background review, cancel), one request at a time."""
 
     def __init__(self, client: Editor, config: Config, workspace: DocumentWorkspace, *,
-                 can_ask: bool, mode: str, model: str | None) -> None:
+                 unattended: str | None, mode: str, model: str | None) -> None:
         from talaria.agent.host import SessionHost
 
         self.client = client
@@ -95,7 +107,9 @@ class LspAgent:
         self.workspace = workspace
         self.mode = mode
         self.model = model
-        self.host = SessionHost(config, LspDoors(client, workspace, can_ask=can_ask), editor=True)
+        self.doors = LspDoors(client, workspace, unattended=unattended)
+        self.host = SessionHost(config, self.doors, editor=True)
+        self.doors.sessions = self.host.sessions
         self.session: Session | None = None
         self.running: Running | None = None
         self._tokens = itertools.count(1)

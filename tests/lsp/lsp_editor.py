@@ -154,6 +154,10 @@ class LspEditor:
     def ask(self, params: dict[str, Any]) -> dict[str, Any] | None:
         self.questions.append(params)
         title = self.answer(params) if callable(self.answer) else self.answer
+        if title == "error":  # a client that cannot show the question answers an error
+            from pygls.exceptions import JsonRpcMethodNotFound
+
+            raise JsonRpcMethodNotFound("window/showMessageRequest is not supported")
         return {"title": title} if title is not None else None
 
     # -- reading results ------------------------------------------------------------------------
