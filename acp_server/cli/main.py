@@ -61,7 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", help="provider:model for --live")
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
 
-    sub.add_parser("config", help="print the effective configuration and its sources")
     sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
     lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)")
     lsp.add_argument("--stdio", action="store_true",
@@ -79,8 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     env_check.add_argument("--cwd", default=".", help="project directory (default: current)")
     from talaria.acp_server.cli import batch as batch_cli
     from talaria.acp_server.cli import checkpoints as checkpoints_cli
+    from talaria.acp_server.cli import config as config_cli
     from talaria.acp_server.cli import skills as skills_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
+    config_cli.add_parser(sub)
     trajectories_cli.add_parser(sub)
     batch_cli.add_batch_parser(sub)
     skills_cli.add_parser(sub)
@@ -114,7 +115,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(LSP_HINT, file=sys.stderr)
         return lsp_main()
     if args.command == "config":
-        return _config()
+        from talaria.acp_server.cli.config import run as config
+
+        return config(args)
     if args.command == "run":
         from talaria.acp_server.cli.run import run_cli
 
@@ -163,21 +166,6 @@ def _env_check(args: argparse.Namespace) -> int:
                        Path(args.cwd).resolve())
     print("\n".join(lines))
     return 0 if ok or not args.name else 1
-
-
-def _config() -> int:
-    from talaria.agent.config import describe, load_config
-
-    try:
-        config = load_config()
-    except ValueError as exc:
-        print(f"talaria: {exc}", file=sys.stderr)
-        return exits.USAGE
-    rows = describe(config)
-    width = max(len(name) for name, _, _ in rows)
-    for name, value, source in rows:
-        print(f"{name:<{width}}  {value or '-'}  ({source})")
-    return 0
 
 
 if __name__ == "__main__":
