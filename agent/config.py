@@ -18,8 +18,8 @@ from typing import Any
 from talaria.agent import config_checks as check
 from talaria.agent import config_keys
 from talaria.tools.execute_code.env import MODES as EXEC_MODES
-from talaria.tools.keys import unknown_key
 from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
+from talaria.tools.keys import unknown_key
 from talaria.tools.mcp.settings import CALL_TIMEOUT_S as MCP_CALL_TIMEOUT_S
 from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
 from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
