@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.trajectories import charts
+from talaria.agent.trajectories.lines import trajectory_lines
 from talaria.agent.trajectories.view import clip, esc_text, page, tile, transcript_html
 from talaria.tools.redact import redact
 
@@ -64,14 +65,8 @@ def is_batch(path: Path) -> bool:
 def load_batch(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str]:
     jsonl = path / "trajectories.jsonl" if path.is_dir() else path
     stats_file = jsonl.parent / "statistics.json"
-    stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else None
-    entries = []
-    for line in jsonl.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            if isinstance(entry, dict) and (isinstance(entry.get("conversations"), list)
-                                            or isinstance(entry.get("messages"), list)):
-                entries.append(entry)
+    stats = _json_file(stats_file) or None
+    entries = trajectory_lines(jsonl, "no page was written")  # as export reads them
     return entries, stats, _title(path, jsonl, stats)
 
 
