@@ -29,7 +29,9 @@ class VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="talaria", description="A coding agent for your editor.",
+    from talaria.acp_server.cli.parser import Parser, fill_descriptions
+
+    parser = Parser(prog="talaria", description="A coding agent for your editor.",
                                      epilog=exits.HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=VersionAction)
@@ -56,24 +58,48 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-checkpoints", action="store_true",
                      help="take no checkpoint before the task changes files (talaria checkpoints)")
 
-    demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
+    demo = sub.add_parser("demo", help="fix a failing test in a bundled example project",
+                          description="Copy a small example project with a failing test to a "
+                          "temporary directory, let the agent\nfix it (a recorded model run, "
+                          "no key needed; --live: the configured model), run\nits tests, and "
+                          "remove the directory.",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
     demo.add_argument("--model", help="provider:model for --live")
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
 
-    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
-    lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)")
+    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)",
+                   description="Serve the Agent Client Protocol (v1) on stdin/stdout: what Zed, "
+                   "JetBrains, Neovim,\nEmacs and VS Code launch (see editors/). stdout carries "
+                   "only the protocol; warnings\ngo to stderr, the rest to "
+                   "$TALARIA_HOME/logs/talaria.log.",
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)",
+                         description="Serve the Language Server Protocol on stdin/stdout: the same "
+                         "agent for editors\nwithout an ACP client (Helix, Sublime Text, Neovim's "
+                         "and Emacs's LSP clients).",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     lsp.add_argument("--stdio", action="store_true",
                      help="accepted because many clients pass it; stdio is the only transport")
-    setup = sub.add_parser("setup", help="choose a provider and store its key")
+    setup = sub.add_parser("setup", help="choose a provider and store its key",
+                           description="Choose a provider and a model (config.toml) and store its "
+                           "key in $TALARIA_HOME/credentials\n(mode 0600, never in config.toml). "
+                           "At a terminal it asks; otherwise pass the flags and\npipe the key on "
+                           "stdin.", formatter_class=argparse.RawDescriptionHelpFormatter)
     setup.add_argument("--provider", help="openai, anthropic, openrouter, ollama or custom")
     setup.add_argument("--model", help="model name at that provider, e.g. gpt-4.1")
     setup.add_argument("--base-url", help="OpenAI-compatible endpoint (custom, ollama, openrouter)")
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
-    env = sub.add_parser("env", help="execution environments: what works on this machine")
+    env = sub.add_parser("env", help="execution environments: what works on this machine",
+                         description="Execution environments (local, docker, ssh, singularity, "
+                         "modal, daytona, vercel,\n[environments.NAME] tables): where tools act.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     env_sub = env.add_subparsers(dest="env_command", required=True)
-    env_check = env_sub.add_parser("check", help="one line per environment: engine, image, host, SDK")
+    env_check = env_sub.add_parser("check", help="one line per environment: engine, image, host, SDK",
+                                   description="Check each environment (or the one named): its "
+                                   "engine, image, host or SDK. Exit 1\nwhen the one named does "
+                                   "not work.", formatter_class=argparse.RawDescriptionHelpFormatter)
     env_check.add_argument("name", nargs="?", help="one environment (NAME or NAME:ARG); default: all")
     env_check.add_argument("--cwd", default=".", help="project directory (default: current)")
     from talaria.acp_server.cli import batch as batch_cli
@@ -86,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch_cli.add_batch_parser(sub)
     skills_cli.add_parser(sub)
     checkpoints_cli.add_parser(sub)
+    fill_descriptions(parser)
     return parser
 
 

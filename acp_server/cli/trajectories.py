@@ -29,7 +29,10 @@ class UsageError(Exception):
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `trajectories` command (with `export` and `view`) to a subparsers object."""
-    parser = subparsers.add_parser("trajectories", help="export or view recorded runs")
+    parser = subparsers.add_parser(
+        "trajectories", help="export, view or compress recorded runs",
+        description="Recorded runs: sessions in $TALARIA_HOME/sessions.db, transcript and "
+        "ShareGPT files, batch run directories.")
     _add_subcommands(parser)
     return parser
 
