@@ -120,12 +120,24 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # `talaria acp` / `lsp` are what editors launch: answer `initialize` without every parser.
     fast = argv in (["acp"], ["lsp"])
-    args = argparse.Namespace(command=argv[0]) if fast else build_parser().parse_args(argv)
+    if not fast and argv[:1] not in (["acp"], ["lsp"]):  # their stdout is the protocol's
+        from talaria.acp_server.cli import pipes
+
+        pipes.guard_stdout()
+    args = argparse.Namespace(command=argv[0] if argv else "")
     try:
+        args = args if fast else build_parser().parse_args(argv)  # --help writes to stdout too
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
         print(f"\ntalaria {args.command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
+    except BaseException as exc:  # stdout closed early (`| head`): stop quietly
+        from talaria.acp_server.cli import pipes
+
+        if not pipes.closed(exc):
+            raise
+        pipes.silence()
+        return exits.BROKEN_PIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:
