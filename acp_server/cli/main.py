@@ -62,11 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Copy a small example project with a failing test to a "
                           "temporary directory, let the agent\nfix it (a recorded model run, "
                           "no key needed; --live: the configured model), run\nits tests, and "
-                          "remove the directory.",
+                          "remove the directory (--keep keeps it).",
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
     demo.add_argument("--model", help="provider:model for --live")
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the demo's project directory (removed at the end otherwise)")
 
     sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)",
                    description="Serve the Agent Client Protocol (v1) on stdin/stdout: what Zed, "
@@ -127,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     args = argparse.Namespace(command=argv[0] if argv else "")
     try:
         args = args if fast else build_parser().parse_args(argv)  # --help writes to stdout too
+        if not fast and not getattr(args, "acp", False):  # `run --acp`: its child keeps the log
+            from talaria.acp_server.cli.logfile import log_to_file
+
+            log_to_file(args.command)
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
         print(f"\ntalaria {args.command}: interrupted", file=sys.stderr)

@@ -215,6 +215,10 @@ def run_cli(args: argparse.Namespace) -> int:
     from talaria.tools.procs import reap_orphans
 
     reap_orphans()  # what a crashed agent left running
+    if not args.prompt.strip():
+        print('talaria: the prompt is empty: say what to do, e.g. talaria run "fix the failing '
+              'test"', file=sys.stderr)
+        return exits.USAGE
     cwd = Path(args.cwd).resolve()
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
