@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent import config_checks as check
+from talaria.agent import config_keys
 from talaria.tools.execute_code.env import MODES as EXEC_MODES
 from talaria.tools.execute_code.env import TIMEOUT_S as EXEC_TIMEOUT_S
 from talaria.tools.home import talaria_home
+from talaria.tools.keys import unknown_key
 from talaria.tools.mcp.settings import CALL_TIMEOUT_S as MCP_CALL_TIMEOUT_S
 from talaria.tools.mcp.settings import START_TIMEOUT_S as MCP_START_TIMEOUT_S
 from talaria.tools.web.settings import CACHE_TTL_S as WEB_CACHE_TTL_S
@@ -280,7 +282,9 @@ def load_config(
     credentials = load_credentials(home)
     env = {**credentials, **env}
     path = home / "config.toml"
-    file_values = _flatten(read_config_file(path), path)
+    data = read_config_file(path)
+    config_keys.warn(config_keys.problems(data, path, FIELD_NAMES))
+    file_values = _flatten(data, path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for f in FIELDS:
@@ -318,7 +322,8 @@ def load_config(
 
 
 def _flatten(values: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`[web] search = x` read as `web_search = x` (see TABLES); an unknown key is an error."""
+    """`[web] search = x` read as `web_search = x` (see TABLES); an unknown key is an error
+    that names the closest known one."""
     out = dict(values)
     for table in TABLES:
         entries = out.pop(table, {})
@@ -326,9 +331,8 @@ def _flatten(values: dict[str, Any], path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: [{table}] must be a table")
         for key, value in entries.items():
             if f"{table}_{key}" not in FIELD_NAMES:
-                known = ", ".join(sorted(n.removeprefix(f"{table}_") for n in FIELD_NAMES
-                                         if n.startswith(f"{table}_")))
-                raise ValueError(f"{path}: unknown key {key!r} in [{table}]; known: {known}")
+                known = [n.removeprefix(f"{table}_") for n in FIELD_NAMES if n.startswith(f"{table}_")]
+                raise ValueError(f"{path}: [{table}] {unknown_key(key, known)}")
             out.setdefault(f"{table}_{key}", value)
     return out
 

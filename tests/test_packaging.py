@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -53,3 +54,18 @@ def test_uvx_runs_the_checkout_as_the_registry_would(tmp_path: Path) -> None:
                           text=True, timeout=600, check=False)
     assert done.stdout, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[0])["result"]["authMethods"]
+
+
+def test_install_hints_name_the_distribution_talaria_agent() -> None:
+    """Issue 28: `pip install 'talaria[modal]'` installs an unrelated project: every hint in
+    the code and the docs names `talaria-agent`."""
+    wrong = re.compile(r"(pip|pipx|uv pip|uv tool) install\s+(?:-\S+\s+)*['\"]?talaria(?![\w-])")
+    found = []
+    for folder in ("acp_server", "agent", "tools", "docs", "editors"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".md", ".json", ".toml", ".lua", ".el") and "node_modules" not in path.parts:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in wrong.finditer(text)]
+    for name in ("README.md", "AGENTS.md"):
+        found += [f"{name}: {m.group(0)}" for m in wrong.finditer((ROOT / name).read_text(encoding="utf-8"))]
+    assert not found, found

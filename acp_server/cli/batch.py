@@ -11,11 +11,14 @@ import argparse
 import sys
 from pathlib import Path
 
+FIRST_ERROR_CHARS = 300
+"""Characters of each failure kind's first error in the summary (the rest: statistics.json)."""
 EXIT_CODES = """exit status:
   0    every task completed
   1    at least one task failed (statistics.json has failures_by_reason;
        re-run the failed ones with --retry-failed)
-  2    bad input: the tasks file, an option, or a used run directory without --resume
+  2    bad input: the tasks file (unknown key, no tasks), an option, a used run
+       directory without --resume, or --resume with another tasks file
   130  interrupted (Ctrl-C); continue with --resume"""
 
 
@@ -23,9 +26,18 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     batch = subparsers.add_parser(
         "batch", help="run many tasks from a JSONL file, each in its own workspace",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run the tasks of TASKS.jsonl (one {\"prompt\", \"id\"?, \"workspace\"?, "
-        "\"cwd\"?,\n\"model\"?, \"toolsets\"?} per line) unattended; results in OUTPUT_DIR/RUN_NAME/\n"
-        "(trajectories.jsonl, checkpoint.json, statistics.json).",
+        description="Run the tasks of TASKS.jsonl unattended: one JSON object per line with the keys\n"
+        "  prompt       what to do (required)\n"
+        "  id           a stable id (default: a hash of the line); --resume matches on it\n"
+        "  workspace    a template directory, copied fresh for the task\n"
+        "  cwd          an existing directory, used as it is\n"
+        "  model        provider:model for this task\n"
+        "  toolsets     toolsets or tool names for this task\n"
+        "  environment  where it runs (NAME[:ARG], as --env)\n"
+        "Any other key is an error naming the closest known one. Results in\n"
+        "OUTPUT_DIR/RUN_NAME/: trajectories.jsonl (one line per finished task),\n"
+        "checkpoint.json (what --resume reads), statistics.json (counts, first error of each\n"
+        "kind), attempts.jsonl (the failed lines --retry-failed replaced), logs/.",
         epilog=EXIT_CODES)
     batch.add_argument("tasks", help="tasks file (JSON lines)")
     batch.add_argument("--run-name", required=True, help="name of the run directory")
@@ -78,12 +90,15 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         return 130
     print(f"{result.completed} completed, {result.failed} failed of {result.total} "
           f"({result.ran} run now) -> {result.run_dir}", file=sys.stderr)
-    if result.failed == 0 and result.completed == result.total:
+    if not result.failed:
         return 0
-    if result.failed:
-        reasons = result.statistics.get("failures_by_reason") or {}
-        why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
-        print(f"talaria: {result.failed} task(s) failed ({why}); re-run them with --retry-failed",
+    reasons = result.statistics.get("failures_by_reason") or {}
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+    print(f"talaria: {result.failed} task(s) failed ({why}); re-run them with --retry-failed",
+          file=sys.stderr)
+    for reason, first in (result.statistics.get("first_failures") or {}).items():
+        error = " ".join(str(first.get("error") or "no error text").split())
+        print(f"  {reason}, first in task {first.get('task_id')}: {error[:FIRST_ERROR_CHARS]}",
               file=sys.stderr)
     return 1
 

@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from talaria.agent.checkpoints import CheckpointError, Journal, ShadowRepo
     from talaria.agent.checkpoints.commands import CLI_HINT, LISTED, describe
-    from talaria.agent.checkpoints.restore import restore
+    from talaria.agent.checkpoints.restore import CLI, restore
     from talaria.agent.config import load_config
     from talaria.tools.local.workspace import LocalWorkspace
 
@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         return exits.DONE
     try:
         reply = anyio.run(lambda: restore(repo, journal, args.number, LocalWorkspace(project),
-                                          CLI_SESSION))
+                                          CLI_SESSION, say=CLI))
     except CheckpointError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return exits.USAGE
-    print(reply.replace("/restore ", "talaria checkpoints restore "))
+    print(reply)
     return exits.DONE
 
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -40,10 +41,7 @@ async def drive(prompt: str, project: Path, env: dict[str, str], view: TerminalV
 
 
 def demo_cli(args: argparse.Namespace) -> int:
-    from talaria.acp_server.jsonrpc import PeerError, RpcError
     from talaria.agent.config import load_config
-    from talaria.agent.store import Store
-    from talaria.agent.trajectories.load import write_transcript
 
     scenario = json.loads((DEMO / "scenario.json").read_text(encoding="utf-8"))
     model = f"replay:{DEMO / 'scenario.json'}" if not args.live else args.model
@@ -58,9 +56,23 @@ def demo_cli(args: argparse.Namespace) -> int:
         print("talaria demo --live needs a model: set TALARIA_MODEL or pass --model", file=sys.stderr)
         return exits.MODEL
     scratch = Path(tempfile.mkdtemp(prefix="talaria-demo-")) / "textstats"
+    try:
+        return _demo(args, scenario, scratch, env, config)
+    finally:
+        if not getattr(args, "keep", False):  # one left behind per run otherwise
+            shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def _demo(args: argparse.Namespace, scenario: dict, scratch: Path, env: dict[str, str],
+          config: Any) -> int:
+    from talaria.acp_server.jsonrpc import PeerError, RpcError
+    from talaria.agent.store import Store
+    from talaria.agent.trajectories.load import write_transcript
+
     shutil.copytree(DEMO / "project", scratch)
     say = (lambda text: None) if args.json else print
-    say(f"Demo project: {scratch}\nTask: {scenario['prompt']}\n")
+    kept = "kept (--keep)" if getattr(args, "keep", False) else "removed at the end; --keep keeps it"
+    say(f"Demo project: {scratch} ({kept})\nTask: {scenario['prompt']}\n")
     view = TerminalView(sys.stdout, as_json=args.json)
     try:
         reason, session_id, edits = anyio.run(drive, scenario["prompt"], scratch, env, view)

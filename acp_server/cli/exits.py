@@ -8,6 +8,8 @@ USAGE = 2
 MODEL = 3
 NO_TERMINAL = 4
 INTERRUPTED = 130
+BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a command a closed pipe ended (`| head`)."""
 
 HELP = f"""\
 exit status:
@@ -19,4 +21,5 @@ exit status:
   {NO_TERMINAL:<4} a tool call needed permission and there was no terminal to ask on
        (talaria run: allow with --yes, or choose a --mode that does not ask)
   {INTERRUPTED:<4} interrupted (Ctrl-C)
+  {BROKEN_PIPE:<4} stdout was closed early (a pipe into head): stopped quietly
 """

@@ -29,7 +29,9 @@ class VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="talaria", description="A coding agent for your editor.",
+    from talaria.acp_server.cli.parser import Parser, fill_descriptions
+
+    parser = Parser(prog="talaria", description="A coding agent for your editor.",
                                      epilog=exits.HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=VersionAction)
@@ -56,35 +58,63 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-checkpoints", action="store_true",
                      help="take no checkpoint before the task changes files (talaria checkpoints)")
 
-    demo = sub.add_parser("demo", help="fix a failing test in a bundled example project")
+    demo = sub.add_parser("demo", help="fix a failing test in a bundled example project",
+                          description="Copy a small example project with a failing test to a "
+                          "temporary directory, let the agent\nfix it (a recorded model run, "
+                          "no key needed; --live: the configured model), run\nits tests, and "
+                          "remove the directory (--keep keeps it).",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--live", action="store_true", help="use the configured model, not the recording")
     demo.add_argument("--model", help="provider:model for --live")
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the demo's project directory (removed at the end otherwise)")
 
-    sub.add_parser("config", help="print the effective configuration and its sources")
-    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)")
-    lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)")
+    sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors launch this)",
+                   description="Serve the Agent Client Protocol (v1) on stdin/stdout: what Zed, "
+                   "JetBrains, Neovim,\nEmacs and VS Code launch (see editors/). stdout carries "
+                   "only the protocol; warnings\ngo to stderr, the rest to "
+                   "$TALARIA_HOME/logs/talaria.log.",
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    lsp = sub.add_parser("lsp", help="serve the Language Server Protocol on stdio (any LSP editor)",
+                         description="Serve the Language Server Protocol on stdin/stdout: the same "
+                         "agent for editors\nwithout an ACP client (Helix, Sublime Text, Neovim's "
+                         "and Emacs's LSP clients).",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     lsp.add_argument("--stdio", action="store_true",
                      help="accepted because many clients pass it; stdio is the only transport")
-    setup = sub.add_parser("setup", help="choose a provider and store its key")
+    setup = sub.add_parser("setup", help="choose a provider and store its key",
+                           description="Choose a provider and a model (config.toml) and store its "
+                           "key in $TALARIA_HOME/credentials\n(mode 0600, never in config.toml). "
+                           "At a terminal it asks; otherwise pass the flags and\npipe the key on "
+                           "stdin.", formatter_class=argparse.RawDescriptionHelpFormatter)
     setup.add_argument("--provider", help="openai, anthropic, openrouter, ollama or custom")
     setup.add_argument("--model", help="model name at that provider, e.g. gpt-4.1")
     setup.add_argument("--base-url", help="OpenAI-compatible endpoint (custom, ollama, openrouter)")
     setup.add_argument("--api-key-env", help="variable that holds the key, e.g. OPENAI_API_KEY")
     setup.add_argument("--name", help="provider table name for a custom endpoint (default: custom)")
-    env = sub.add_parser("env", help="execution environments: what works on this machine")
+    env = sub.add_parser("env", help="execution environments: what works on this machine",
+                         description="Execution environments (local, docker, ssh, singularity, "
+                         "modal, daytona, vercel,\n[environments.NAME] tables): where tools act.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     env_sub = env.add_subparsers(dest="env_command", required=True)
-    env_check = env_sub.add_parser("check", help="one line per environment: engine, image, host, SDK")
+    env_check = env_sub.add_parser("check", help="one line per environment: engine, image, host, SDK",
+                                   description="Check each environment (or the one named): its "
+                                   "engine, image, host or SDK. Exit 1\nwhen the one named does "
+                                   "not work.", formatter_class=argparse.RawDescriptionHelpFormatter)
     env_check.add_argument("name", nargs="?", help="one environment (NAME or NAME:ARG); default: all")
     env_check.add_argument("--cwd", default=".", help="project directory (default: current)")
     from talaria.acp_server.cli import batch as batch_cli
     from talaria.acp_server.cli import checkpoints as checkpoints_cli
+    from talaria.acp_server.cli import config as config_cli
     from talaria.acp_server.cli import skills as skills_cli
     from talaria.acp_server.cli import trajectories as trajectories_cli
+    config_cli.add_parser(sub)
     trajectories_cli.add_parser(sub)
     batch_cli.add_batch_parser(sub)
     skills_cli.add_parser(sub)
     checkpoints_cli.add_parser(sub)
+    fill_descriptions(parser)
     return parser
 
 
@@ -92,12 +122,28 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # `talaria acp` / `lsp` are what editors launch: answer `initialize` without every parser.
     fast = argv in (["acp"], ["lsp"])
-    args = argparse.Namespace(command=argv[0]) if fast else build_parser().parse_args(argv)
+    if not fast and argv[:1] not in (["acp"], ["lsp"]):  # their stdout is the protocol's
+        from talaria.acp_server.cli import pipes
+
+        pipes.guard_stdout()
+    args = argparse.Namespace(command=argv[0] if argv else "")
     try:
+        args = args if fast else build_parser().parse_args(argv)  # --help writes to stdout too
+        if not fast and not getattr(args, "acp", False):  # `run --acp`: its child keeps the log
+            from talaria.acp_server.cli.logfile import log_to_file
+
+            log_to_file(args.command)
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
         print(f"\ntalaria {args.command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
+    except BaseException as exc:  # stdout closed early (`| head`): stop quietly
+        from talaria.acp_server.cli import pipes
+
+        if not pipes.closed(exc):
+            raise
+        pipes.silence()
+        return exits.BROKEN_PIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -114,7 +160,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(LSP_HINT, file=sys.stderr)
         return lsp_main()
     if args.command == "config":
-        return _config()
+        from talaria.acp_server.cli.config import run as config
+
+        return config(args)
     if args.command == "run":
         from talaria.acp_server.cli.run import run_cli
 
@@ -163,21 +211,6 @@ def _env_check(args: argparse.Namespace) -> int:
                        Path(args.cwd).resolve())
     print("\n".join(lines))
     return 0 if ok or not args.name else 1
-
-
-def _config() -> int:
-    from talaria.agent.config import describe, load_config
-
-    try:
-        config = load_config()
-    except ValueError as exc:
-        print(f"talaria: {exc}", file=sys.stderr)
-        return exits.USAGE
-    rows = describe(config)
-    width = max(len(name) for name, _, _ in rows)
-    for name, value, source in rows:
-        print(f"{name:<{width}}  {value or '-'}  ({source})")
-    return 0
 
 
 if __name__ == "__main__":

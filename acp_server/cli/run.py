@@ -22,14 +22,13 @@ from typing import Any, TextIO
 import anyio
 
 from talaria.acp_server.cli import exits
+from talaria.acp_server.cli.unasked import unasked_message
 from talaria.acp_server.client.policies import TerminalAsker
 from talaria.agent import events as ev
 from talaria.agent.permissions import Asker, PermissionAsk
 
 STATUS_MARK = {"completed": "✓", "failed": "✗"}
 UNASKED = "not allowed: there was no terminal to ask on"
-MAX_TITLES = 3
-"""Titles of refused calls named in the no-terminal message; the rest are counted."""
 
 
 class TerminalView:
@@ -121,21 +120,6 @@ def local_asker(policy: TerminalAsker) -> Asker:
         return await policy(params) or "cancelled"
 
     return ask
-
-
-def unasked_message(unasked: Mapping[str, str]) -> str:
-    """One line: what was refused for want of a terminal, and how to allow it."""
-    titles = list(unasked.values())
-    named = ", ".join(titles[:MAX_TITLES])
-    if len(titles) > MAX_TITLES:
-        named += f" and {len(titles) - MAX_TITLES} more"
-    if len(titles) == 1:
-        what, refused, them = named, "it was refused", "it"
-    else:
-        what, refused, them = f"{len(titles)} tool calls ({named})", "they were refused", "them"
-    return (f"talaria: {what} needed permission and there was no terminal to ask on, so {refused}. "
-            f"Allow {them} with --yes (every tool call), --mode accept_edits (edits in the "
-            "project) or --mode auto (edits in the project, commands sandboxed).")
 
 
 class LocalDoors:
@@ -233,6 +217,10 @@ def run_cli(args: argparse.Namespace) -> int:
     from talaria.tools.procs import reap_orphans
 
     reap_orphans()  # what a crashed agent left running
+    if not args.prompt.strip():
+        print('talaria: the prompt is empty: say what to do, e.g. talaria run "fix the failing '
+              'test"', file=sys.stderr)
+        return exits.USAGE
     cwd = Path(args.cwd).resolve()
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
@@ -275,6 +263,6 @@ def run_cli(args: argparse.Namespace) -> int:
     else:
         print(f"\n— {reason}: {view.tool_calls} tool calls ({view.failed} failed), session {session_id}")
     if policy.unasked:
-        print(unasked_message(policy.unasked), file=sys.stderr)
+        print(unasked_message(policy.unasked, policy.kinds, args.mode), file=sys.stderr)
         return exits.NO_TERMINAL
     return exits.DONE if reason == "end_turn" else exits.NOT_DONE

@@ -46,6 +46,8 @@ CHOICES = (
 )
 BY_NAME = {c.name: c for c in CHOICES}
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ASKS = 3
+"""Times a question is asked again when its answer looks like an API key."""
 
 
 class SetupError(Exception):
@@ -96,13 +98,14 @@ def _plan(args: argparse.Namespace, interactive: bool) -> dict[str, Any]:
     if name not in BY_NAME:
         raise SetupError(f"unknown provider {name!r}; choose from {', '.join(BY_NAME)}")
     choice = BY_NAME[name]
-    model = getattr(args, "model", None) or _ask("Model", choice.model, interactive)
+    model = _no_key("--model", getattr(args, "model", None)) or _ask("Model", choice.model, interactive)
     if not model:
         raise SetupError("a model name is required (--model)")
-    key_env = getattr(args, "api_key_env", None)
-    table_name, table = (getattr(args, "name", None) or name), {}
+    key_env = _no_key("--api-key-env", getattr(args, "api_key_env", None))
+    table_name, table = (_no_key("--name", getattr(args, "name", None)) or name), {}
     if choice.table:
-        base_url = getattr(args, "base_url", None) or _ask("Base URL", choice.base_url, interactive)
+        base_url = (_no_key("--base-url", getattr(args, "base_url", None))
+                    or _ask("Base URL", choice.base_url, interactive))
         if not base_url or not re.match(r"https?://", base_url):
             raise SetupError("an http(s) base URL is required (--base-url)")
         table["base_url"] = base_url
@@ -136,10 +139,33 @@ def _menu() -> str:
 
 
 def _ask(question: str, default: str | None, interactive: bool) -> str:
+    """The answer, or `default`; an answer that looks like an API key is asked for again
+    (config.toml is 0644: a key pasted at the wrong prompt must never land there)."""
     if not interactive:
         return default or ""
-    answer = input(f"{question} [{default}]: " if default else f"{question}: ").strip()
-    return answer or default or ""
+    for _ in range(ASKS):
+        answer = input(f"{question} [{default}]: " if default else f"{question}: ").strip()
+        if not looks_like_key(answer):
+            return answer or default or ""
+        print(f"That looks like an API key, not a {question.lower()}: the key is asked for "
+              "later, hidden, and kept out of config.toml.")
+    raise SetupError(f"no {question.lower()} given (each answer looked like an API key)")
+
+
+def looks_like_key(text: str) -> bool:
+    """Whether `text` holds something shaped like a secret (the redaction rules: `sk-...`,
+    tokens, credentials in a URL, long random runs)."""
+    from talaria.tools.redact import redact_text
+
+    return bool(text) and redact_text(text) != text
+
+
+def _no_key(flag: str, value: str | None) -> str | None:
+    """A flag's value, unless it looks like an API key (it would be written to config.toml)."""
+    if value and looks_like_key(value):
+        raise SetupError(f"{flag} looks like an API key; pass the key on stdin or at the hidden "
+                         "prompt (it goes to the 0600 credentials file, never to config.toml)")
+    return value
 
 
 def _read_key(key_env: str | None, interactive: bool) -> str:

@@ -16,7 +16,9 @@ ACTIONS = ("list", "view", "pin", "unpin", "archive", "restore", "history", "cur
 
 
 def add_parser(sub: Any) -> None:
-    skills = sub.add_parser("skills", help="list, inspect, pin, archive and restore skills")
+    skills = sub.add_parser("skills", help="list, inspect, pin, archive and restore skills",
+                            description="The skill library: $TALARIA_HOME/skills/ and the "
+                            "project's .talaria/skills and .agents/skills.")
     skills.add_argument("action", choices=ACTIONS)
     skills.add_argument("name", nargs="?", help="the skill (all but list and curate)")
     skills.add_argument("version", nargs="?", type=int,

@@ -29,7 +29,10 @@ class UsageError(Exception):
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `trajectories` command (with `export` and `view`) to a subparsers object."""
-    parser = subparsers.add_parser("trajectories", help="export or view recorded runs")
+    parser = subparsers.add_parser(
+        "trajectories", help="export, view or compress recorded runs",
+        description="Recorded runs: sessions in $TALARIA_HOME/sessions.db, transcript and "
+        "ShareGPT files, batch run directories.")
     _add_subcommands(parser)
     return parser
 
@@ -91,9 +94,13 @@ def _export(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     path = Path(args.source)
     if path.exists() and _is_batch(path):
+        from talaria.agent.trajectories.model import TrajectoryNotFound
         from talaria.agent.trajectories.report import load_batch, render_batch
 
-        html = render_batch(*load_batch(path))
+        try:
+            html = render_batch(*load_batch(path))
+        except TrajectoryNotFound as exc:  # a bad or cut line: named, as export names it
+            raise UsageError(str(exc)) from exc
         default = path / "report.html" if path.is_dir() else path.with_suffix(".html")
     else:
         from talaria.agent.trajectories.view import render_trajectory

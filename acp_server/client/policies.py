@@ -67,6 +67,8 @@ class TerminalAsker:
 
     def __init__(self, *, color: bool | None = None) -> None:
         self.unasked: dict[str, str] = {}
+        self.kinds: dict[str, str] = {}
+        """Tool call id -> its ACP kind, or "unusual" when asked for a reason of its own."""
         self.color = color
         self._lock = anyio.Lock()  # calls running in parallel ask one question at a time
 
@@ -77,6 +79,7 @@ class TerminalAsker:
             call = params.get("toolCall") or {}
             call_id = str(call.get("toolCallId", ""))
             self.unasked[call_id] = str(call.get("title") or call_id or "a tool call")
+            self.kinds[call_id] = "unusual" if _reason(call) else str(call.get("kind") or "other")
             return pick(params, "reject_once", "reject_always")
         options = [o for o in params.get("options") or () if isinstance(o, dict)]
         numbered = is_question(params)  # its answers share a kind: only numbers tell them apart
@@ -99,6 +102,14 @@ class TerminalAsker:
             return ""
         finally:
             os.close(fd)
+
+
+def _reason(call: dict[str, Any]) -> bool:
+    """Whether the call is asked about for a reason of its own (outside the project, a
+    secret): the agent says so in a text item (`Asking because: ...`)."""
+    return any(isinstance(item, dict) and isinstance(item.get("content"), dict)
+               and str(item["content"].get("text", "")).startswith("Asking because:")
+               for item in call.get("content") or ())
 
 
 async def ask_on_terminal(params: dict[str, Any]) -> str | None:

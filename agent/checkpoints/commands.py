@@ -46,6 +46,8 @@ async def checkpoint_command(session: Session, name: str, arg: str) -> str:
 SESSION_HINT = ("/restore N puts the files back as they were before checkpoint N; "
                 "/undo undoes this session's last turn.")
 CLI_HINT = "talaria checkpoints restore N puts the files back as they were before checkpoint N."
+GAPS = ("Missing numbers: a turn that changed no file keeps no checkpoint, and only the latest "
+        "checkpoints are kept; numbers are never reused.")
 
 
 def describe(checkpoints: list[Checkpoint], *, limit: int | None = None,
@@ -67,6 +69,10 @@ def describe(checkpoints: list[Checkpoint], *, limit: int | None = None,
             lines.append(f"   not checkpointed: {', '.join(c.skipped)}")
     if limit is not None and len(checkpoints) > limit:
         lines.append(f"… {len(checkpoints) - limit} older (talaria checkpoints list --all)")
+    numbers = [c.number for c in shown]
+    hidden = limit is not None and len(checkpoints) > limit  # said on the line above
+    if max(numbers) - min(numbers) + 1 > len(numbers) or not hidden and min(numbers) > 1:
+        lines.append(GAPS)
     lines.append(hint)
     return "\n".join(lines)
 

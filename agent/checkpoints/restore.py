@@ -3,6 +3,9 @@
     await undo(repo, journal, session_id, workspace)            -> reply text
     await restore(repo, journal, number, workspace, session_id) -> reply text
 
+Replies name the commands the way the person types them where they are (`Spelling`): slash
+commands in a session, `talaria checkpoints ...` at the terminal.
+
 `undo` restores the files this session's latest turn changed (that has not been undone) to
 their state before it; `restore` restores every file that differs from checkpoint N's
 snapshot, and marks the turns from N on as undone. Files go back through `workspace`: in an
@@ -35,6 +38,19 @@ SYMLINK = 0o120000
 
 
 @dataclass(frozen=True, slots=True)
+class Spelling:
+    """How the person at this front door types the checkpoint commands."""
+
+    listing: str
+    restore: str
+    """With `{}` for the number."""
+
+
+SLASH = Spelling("/checkpoints", "/restore {}")
+CLI = Spelling("talaria checkpoints list", "talaria checkpoints restore {}")
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     path: str
     """Relative to the project."""
@@ -60,16 +76,16 @@ async def undo(repo: ShadowRepo, journal: Journal, session_id: str, workspace: A
 
 
 async def restore(repo: ShadowRepo, journal: Journal, number: int, workspace: Any,
-                  session_id: str) -> str:
+                  session_id: str, say: Spelling = SLASH) -> str:
     def pick() -> Checkpoint:
         found = next((c for c in journal.load() if c.number == number), None)
         if found is None:
             raise CheckpointError(f"there is no checkpoint {number} for this project; "
-                                  "/checkpoints lists them")
+                                  f"{say.listing} lists them")
         return found
 
     target = await anyio.to_thread.run_sync(_locked(repo, pick))
-    return await _run(repo, journal, target, workspace, session_id, whole=True)
+    return await _run(repo, journal, target, workspace, session_id, whole=True, say=say)
 
 
 def _locked(repo: ShadowRepo, func: Any) -> Any:
@@ -80,8 +96,8 @@ def _locked(repo: ShadowRepo, func: Any) -> Any:
 
 
 async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace: Any,
-               session_id: str, *, whole: bool) -> str:
-    label = f"/restore {target.number}" if whole else f"/undo of checkpoint {target.number}"
+               session_id: str, *, whole: bool, say: Spelling = SLASH) -> str:
+    label = say.restore.format(target.number) if whole else f"/undo of checkpoint {target.number}"
     now, changes = await anyio.to_thread.run_sync(_plan, repo, journal, target, whole, label)
     what = (f"as they were at checkpoint {target.number}" if whole
             else f"as they were before the turn \"{target.prompt[:60]}\"")
@@ -104,8 +120,8 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
     if target.skipped:
         lines.append(f"Not restored (never checkpointed): {', '.join(target.skipped)}")
     if record is not None:
-        lines.append(f"This restore is checkpoint {record.number}: /restore {record.number} "
-                     "takes it back.")
+        lines.append(f"This restore is checkpoint {record.number}: "
+                     f"{say.restore.format(record.number)} takes it back.")
     return "\n".join(lines)
 
 

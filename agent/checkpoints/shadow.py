@@ -136,7 +136,7 @@ class ShadowRepo:
             count += len(files)
             if count > MAX_FILES:
                 raise CheckpointError(f"the project has more than {MAX_FILES:,} files, too many "
-                                      "to checkpoint before every turn; /undo is unavailable here")
+                                      "to checkpoint before every turn; changes here cannot be undone or restored")
             for name in files:
                 path = os.path.join(top, name)
                 try:

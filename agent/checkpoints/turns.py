@@ -79,7 +79,7 @@ class TurnCheckpoints:
         skipped = [s for s in self.current.skipped if s not in self._told]
         self._told.update(skipped)
         if skipped:
-            return f"Not in the checkpoint (so /undo cannot bring them back): {', '.join(skipped)}"
+            return f"Not in the checkpoint (an undo or restore cannot bring them back): {', '.join(skipped)}"
         return None
 
     def _take(self) -> Checkpoint:

@@ -8,6 +8,11 @@
     load_trajectory_rows(path)         every `Trajectory` of a file: one for a transcript, one
                                        per line of a ShareGPT file (a batch's trajectories.jsonl);
                                        raises UnreadableRows naming every line it cannot read
+    trajectory_lines(path, outcome)    the lines of a ShareGPT / batch file as objects, read the
+                                       same way (`lines`: `compress` and `view` use it)
+
+Every `talaria trajectories` command reads its input through these: a line that is not JSON
+or not a trajectory is named with its number, and the command does nothing (exit 2).
 
 The model (`Trajectory`, `build`, `completed` / `partial`) is in `model`.
 Exports (ShareGPT, OpenAI, ATIF) live in `talaria.agent.trajectories.export`; the HTML view in
@@ -22,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store import Store
+from talaria.agent.trajectories.lines import ROWS_NAMED, UnreadableRows, trajectory_lines
+
+__all__ = ["ROWS_NAMED", "UnreadableRows", "trajectory_lines"]  # read here too (tests, callers)
 from talaria.agent.trajectories.model import (
     USAGE_KEYS,
     Trajectory,
@@ -29,21 +37,6 @@ from talaria.agent.trajectories.model import (
     build,
     parse_time,
 )
-
-
-class UnreadableRows(TrajectoryNotFound):
-    """Lines of a trajectory file that cannot be read; `rows` is [(line number, reason)]."""
-
-    def __init__(self, path: Path, rows: list[tuple[int, str]], total: int) -> None:
-        self.path, self.rows, self.total = path, rows, total
-        shown = "; ".join(f"line {n}: {why}" for n, why in rows[:ROWS_NAMED])
-        more = f"; and {len(rows) - ROWS_NAMED} more" if len(rows) > ROWS_NAMED else ""
-        super().__init__(f"{path}: {len(rows)} of {total} line(s) cannot be read as "
-                         f"trajectories ({shown}{more}); nothing was exported")
-
-
-ROWS_NAMED = 10
-"""Unreadable lines named one by one in an error; the rest are counted."""
 
 
 def write_transcript(store: Store, session_id: str, directory: Path) -> Path:
@@ -98,7 +91,7 @@ def load_trajectory_rows(path: Path | str) -> list[Trajectory]:
         try:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            bad.append((number, f"not JSON ({exc.msg} at column {exc.colno})"))
+            bad.append((number, f"not JSON ({exc.msg}, column {exc.colno})"))
     total = len(numbered)
     if any(isinstance(row, dict) and "conversations" in row for _, row in rows):
         trajectories = []
@@ -114,8 +107,9 @@ def load_trajectory_rows(path: Path | str) -> list[Trajectory]:
             if not (isinstance(row, dict) and "role" in row)]
     if bad or not rows:
         if not rows or len(bad) == total:
+            first = f" (line {min(bad)[0]}: {min(bad)[1]})" if bad else ""
             raise TrajectoryNotFound(f"{path} is neither a transcript (JSON lines of messages) "
-                                     "nor ShareGPT lines ({\"conversations\": [...]} per line)")
+                                     f"nor ShareGPT lines ({{\"conversations\": [...]}} per line){first}")
         raise UnreadableRows(path, sorted(bad), total)
     try:
         return [build([row for _, row in rows], None, session_id=path.stem,

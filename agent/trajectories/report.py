@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.trajectories import charts
+from talaria.agent.trajectories.lines import trajectory_lines
 from talaria.agent.trajectories.view import clip, esc_text, page, tile, transcript_html
 from talaria.tools.redact import redact
 
@@ -48,6 +49,8 @@ class Task:
     input_tokens: int
     output_tokens: int
     estimated: bool
+    error: str = ""
+    """Why a failed task failed (a batch line's `error`), else empty."""
 
 
 def is_batch(path: Path) -> bool:
@@ -62,23 +65,37 @@ def is_batch(path: Path) -> bool:
 def load_batch(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str]:
     jsonl = path / "trajectories.jsonl" if path.is_dir() else path
     stats_file = jsonl.parent / "statistics.json"
-    stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else None
-    entries = []
-    for line in jsonl.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            if isinstance(entry, dict) and (isinstance(entry.get("conversations"), list)
-                                            or isinstance(entry.get("messages"), list)):
-                entries.append(entry)
-    title = (stats or {}).get("run_name") or (path.name if path.is_dir() else path.stem)
-    return entries, stats, title
+    stats = _json_file(stats_file) or None
+    entries = trajectory_lines(jsonl, "no page was written")  # as export reads them
+    return entries, stats, _title(path, jsonl, stats)
+
+
+def _title(path: Path, jsonl: Path, stats: dict[str, Any] | None) -> str:
+    """The run's name: statistics.json or checkpoint.json say it; a run directory's
+    trajectories.jsonl is named by its directory, another file by its name."""
+    for data in (stats or {}, _json_file(jsonl.parent / "checkpoint.json")):
+        if isinstance(data.get("run_name"), str) and data["run_name"]:
+            return str(data["run_name"])
+    if path.is_dir() or jsonl.name == "trajectories.jsonl":
+        return jsonl.parent.resolve().name
+    return path.stem
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def summarize(position: int, entry: dict[str, Any]) -> Task:
     if "conversations" not in entry:
         return _summarize_record(position, entry)
     turns = entry["conversations"]
-    prompt = next((t.get("value", "") for t in turns if t.get("from") == "human"), "")
+    # A task that failed before its first model call has no human turn: its line's prompt.
+    prompt = next((t.get("value", "") for t in turns if t.get("from") == "human"),
+                  entry.get("prompt") or "")
     tool_stats = entry.get("tool_stats") or {}
     usage = (entry.get("metadata") or {}).get("usage")
     if isinstance(usage, dict):
@@ -102,6 +119,7 @@ def summarize(position: int, entry: dict[str, Any]) -> Task:
         tool_calls=sum(s.get("count", 0) for s in tool_stats.values()),
         failures=sum(s.get("failure", 0) for s in tool_stats.values()),
         input_tokens=tokens_in, output_tokens=tokens_out, estimated=estimated,
+        error=_error(entry),
     )
 
 
@@ -120,8 +138,13 @@ def _summarize_record(position: int, record: dict[str, Any]) -> Task:
         tool_calls=sum(s["count"] for s in tools.values()),
         failures=sum(s["failure"] for s in tools.values()),
         input_tokens=int(tokens.get("input") or 0), output_tokens=int(tokens.get("output") or 0),
-        estimated=False,
+        estimated=False, error=_error(record),
     )
+
+
+def _error(record: dict[str, Any]) -> str:
+    error = record.get("error") if record.get("status") != "completed" else None
+    return " ".join(str(error).split()) if error else ""
 
 
 def _state(record: dict[str, Any]) -> str:
@@ -160,6 +183,9 @@ def tool_totals(entries: list[dict[str, Any]], stats: dict[str, Any] | None) -> 
 def render_batch(entries: list[dict[str, Any]], stats: dict[str, Any] | None, title: str) -> str:
     entries = redact(entries)
     tasks = [summarize(i, e) for i, e in enumerate(entries)]
+    # Lines are written as tasks finish; charts, table and conversations follow the tasks file.
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i].index)
+    entries, tasks = [entries[i] for i in order], [tasks[i] for i in order]
     tools = {n: s for n, s in tool_totals(entries, stats).items() if s.get("count")}
     done = sum(t.completed for t in tasks)
     calls = sum(s["count"] for s in tools.values())
@@ -234,7 +260,8 @@ def _table(tasks: list[Task]) -> str:
     rows = "".join(
         f'<tr><td>{escape(t.label)}</td><td class="n">{t.index}</td>'
         f"<td>{escape(clip(t.prompt, 90))}</td>"
-        f"<td><span class={'ok' if t.completed else 'warn'}>{escape(t.state)}</span></td>"
+        f"<td><span class={'ok' if t.completed else 'warn'}>{escape(t.state)}</span>"
+        f"{_error_html(t.error)}</td>"
         f'<td class="n">{t.api_calls}</td><td class="n">{t.tool_calls}</td>'
         f'<td class="n">{t.failures}</td><td class="n">{t.input_tokens + t.output_tokens:,}</td></tr>'
         for t in tasks
@@ -243,6 +270,10 @@ def _table(tasks: list[Task]) -> str:
             '<th>prompt</th><th>status</th>'
             '<th class="n">turns</th><th class="n">tool calls</th><th class="n">failed</th>'
             f'<th class="n">tokens</th></tr>{rows}</table></div>')
+
+
+def _error_html(error: str, limit: int = 160) -> str:
+    return f'<div class="error">{escape(clip(error, limit))}</div>' if error else ""
 
 
 def _details(entries: list[dict[str, Any]], tasks: list[Task]) -> str:
@@ -260,7 +291,7 @@ def _details(entries: list[dict[str, Any]], tasks: list[Task]) -> str:
         out.append(f'<details class="tool{"" if task.completed else " partial"}"><summary><b>{escape(task.label)}</b> '
                    f"{escape(task.state)} · {task.api_calls} turns · "
                    f'<span class="meta">{escape(clip(task.prompt, 100))}</span></summary>'
-                   f"<div>{turns}</div></details>")
+                   f"<div>{_error_html(task.error, 2000)}{turns}</div></details>")
     if len(entries) > BATCH_DETAIL_LIMIT:
         out.append(f'<p class="empty">… {len(entries) - BATCH_DETAIL_LIMIT} more not shown.</p>')
     return "".join(out)

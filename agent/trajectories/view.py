@@ -65,6 +65,7 @@ details.tool.failed{border-color:#f0c4c4}details.tool.failed>summary{background:
 details.tool.partial{border-color:#f0dcb4}details.tool.partial>summary{background:#fdf6e9}
 details.tool>div{padding:6px 12px 10px}summary .st{float:right;font-size:12px}
 .ok{color:#2f9e6b}.bad{color:#d64545}.warn{color:#b07800}summary code{color:#3a4652}
+.error{color:#d64545;font-size:12px;white-space:pre-wrap}
 pre{background:#f6f8fa;border:1px solid #e8ecf0;border-radius:6px;padding:8px 10px;margin:4px 0;
 white-space:pre-wrap;word-wrap:break-word;font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 max-height:420px;overflow:auto}h4{margin:8px 0 2px;font-size:12px;color:#5d6b79}

@@ -49,6 +49,24 @@ def test_runs_leave_checkpoints_the_cli_lists_and_restores(fake_llm: FakeLLM, pr
     missing = talaria(["checkpoints", "restore", "9"], env, project)
     assert missing.returncode == 2 and "no checkpoint 9" in missing.stderr
     assert (project / "notes.txt").read_text() == "farewell world\n"
+    # Issue 28: the terminal's commands, never the editor's slash commands.
+    listing = talaria(["checkpoints", "list"], env, project).stdout
+    assert "restore: talaria checkpoints restore 3" in listing and "talaria checkpoints list lists" in missing.stderr
+    for said in (listing, restored.stdout, missing.stderr):
+        assert "/restore" not in said and "/checkpoints" not in said, said
+    assert "Missing numbers" not in listing  # 1 to 4: no gap
+
+
+def test_gaps_in_checkpoint_numbers_are_explained(fake_llm: FakeLLM, project: Path, tmp_path: Path) -> None:
+    env = agent_env(tmp_path / "home", fake_llm)
+    # A command may change files, so checkpoint 1 is taken; it changed none, so it is dropped.
+    fake_llm.script([call("terminal", command="true"), {"text": "Looked."}])
+    assert talaria(["run", "look", "--yes"], env, project).returncode == 0
+    change_task(fake_llm, "goodbye")
+    assert talaria(["run", "say goodbye", "--yes"], env, project).returncode == 0
+    listing = talaria(["checkpoints", "list"], env, project).stdout
+    assert listing.startswith("2. ") and "1. " not in listing
+    assert "Missing numbers: a turn that changed no file keeps no checkpoint" in listing
 
 
 @pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])

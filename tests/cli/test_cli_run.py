@@ -93,8 +93,41 @@ def test_without_yes_or_a_terminal_edits_are_refused_and_the_run_says_why(
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("talaria:")]
     assert line.startswith("talaria: 2 tool calls (Edit notes.txt, Run `touch made.txt`) needed "
                            "permission and there was no terminal to ask on, so they were refused.")
-    assert "--yes" in line and "--mode accept_edits" in line
+    # Only what would allow both: accept_edits runs no command (issue 28).
+    assert line.endswith("Allow them with --yes (every tool call) or --mode auto (edits in the "
+                         "project, commands sandboxed).")
     assert (project / "notes.txt").read_text() == "hello world\n" and not (project / "made.txt").exists()
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+@pytest.mark.parametrize(("calls", "mode", "advice"), [
+    ([call("patch", path="notes.txt", old_string="hello", new_string="HI")], None,
+     "--yes (every tool call), --mode accept_edits (edits in the project) or --mode auto"),
+    ([call("terminal", command="touch made.txt")], "accept_edits",
+     "--yes (every tool call) or --mode auto (edits in the project, commands sandboxed)."),
+    ([call("terminal", command="touch made.txt")], "auto", None),  # sandboxed: runs unasked
+    ([call("patch", path="notes.txt", old_string="hello", new_string="HI")], "accept_edits", None),
+    ([call("read_file", path="../outside.txt")], "auto", "Allow it with --yes (every tool call)."),
+    ([call("terminal", command="touch made.txt")], "default",
+     "--yes (every tool call) or --mode auto (edits in the project, commands sandboxed)."),
+], ids=["edit", "command-in-accept-edits", "command-in-auto", "edit-in-accept-edits",
+        "outside-in-auto", "command"])
+def test_the_advice_names_only_what_would_allow_the_refused_calls(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str], calls: list, mode: str | None,
+    advice: str | None,
+) -> None:
+    (tmp_path / "outside.txt").write_text("elsewhere\n")
+    fake_llm.script([*calls, {"text": "Done."}])
+    flags = ["--mode", mode] if mode else []
+    result = talaria(["run", "go", *flags, *via], agent_env(tmp_path / "home", fake_llm), project)
+    if advice is None:
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 4, result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("talaria:")]
+    assert advice in line, line
+    if mode:
+        assert f"--mode {mode}" not in line  # the mode it had did not allow it
 
 
 @pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])

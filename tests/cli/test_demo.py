@@ -41,3 +41,15 @@ def test_demo_json_ends_with_a_summary(tmp_path: Path) -> None:
     assert summary["type"] == "demo" and summary["stop_reason"] == "end_turn"
     assert summary["tests_pass"] is True and summary["edits_via_acp"] >= 1 and FIX in summary["diff"]
     assert updates and all(set(u) == {"sessionId", "update"} for u in updates)
+
+
+def test_demo_leaves_no_directory_behind_unless_kept(tmp_path: Path) -> None:
+    """Issue 28: every demo run left a talaria-demo-* directory in the temp dir."""
+    result = demo(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "removed at the end; --keep keeps it" in result.stdout
+    assert not list(tmp_path.glob("talaria-demo-*"))
+    kept = demo(tmp_path, "--keep", "--json")
+    assert kept.returncode == 0, kept.stderr
+    project = Path(json.loads(kept.stdout.splitlines()[-1])["project"])
+    assert project.parent.name.startswith("talaria-demo-") and (project / "textstats.py").exists()

@@ -54,6 +54,10 @@ def test_scripted_setup_writes_the_model_and_keeps_the_key_out_of_the_config(tmp
     (["--provider", "openai", "--model", "m", "--api-key-env", "MY_KEY"], "reads its key from OPENAI_API_KEY"),
     (["--provider", "custom", "--model", "m"], "base URL is required"),
     (["--model", "m"], "--provider is required"),
+    # Issue 28: a key where a model, URL or name goes would be written to 0644 config.toml.
+    (["--provider", "openai", "--model", "sk-proj-pastedpastedpasted123"], "--model looks like an API key"),
+    (["--provider", "custom", "--model", "m", "--base-url", "https://me:s3cretpass@llm.example/v1"],
+     "--base-url looks like an API key"),
 ])
 def test_bad_choices_write_nothing(tmp_path: Path, args: list[str], message: str) -> None:
     result = setup(tmp_path / "home", *args, key="k")
@@ -102,6 +106,34 @@ def test_interactive_setup_hides_the_key(tmp_path: Path) -> None:
     assert b"sk-ant-typed-secret" not in transcript  # getpass: never echoed
     assert tomllib.loads((home / "config.toml").read_text())["model"] == "anthropic:claude-sonnet-4-5"
     assert load_credentials(home) == {"ANTHROPIC_API_KEY": "sk-ant-typed-secret"}
+
+
+def test_a_key_pasted_at_the_model_question_is_asked_again(tmp_path: Path) -> None:
+    """Issue 28: the model prompt took `sk-...` and wrote it to config.toml (mode 0644)."""
+    home = tmp_path / "home"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "talaria.acp_server", "setup"], agent_env(home))
+    transcript = b""
+    try:
+        for wait_for, answer in ((b"Number", b"1\n"), (b"Model", b"sk-proj-pastedpastedpasted123\n"),
+                                 (b"looks like an API key", None), (b"Model [gpt-4.1]: ", b"gpt-4.1\n"),
+                                 (b"OPENAI_API_KEY", b"sk-proj-pastedpastedpasted123\n"), (b"Try it", None)):
+            seen = transcript.rsplit(b"API key", 1)[-1] if wait_for.startswith(b"Model [") else b""
+            if wait_for not in seen:  # the question again may come in the warning's chunk
+                transcript += read_until(fd, wait_for)
+            if answer is not None:
+                os.write(fd, answer)
+    except BaseException:
+        os.kill(pid, 9)  # a child waiting for an answer never comes back by itself
+        raise
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, transcript
+    config = (home / "config.toml").read_text()
+    assert "sk-" not in config and tomllib.loads(config)["model"] == "openai:gpt-4.1"
+    assert load_credentials(home) == {"OPENAI_API_KEY": "sk-proj-pastedpastedpasted123"}
 
 
 def read_until(fd: int, marker: bytes, timeout: float = 15) -> bytes:

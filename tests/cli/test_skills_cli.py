@@ -95,3 +95,15 @@ def test_talaria_run_prints_what_the_review_saved(tmp_path: Path, fake_llm: Fake
     assert result.returncode == 0, result.stderr
     assert result.stdout.index("Done.") < result.stdout.index("! Updated user profile")
     assert (tmp_path / "home/memories/USER.md").read_text() == "Prefers pytest -x.\n"
+
+
+def test_messages_name_the_cli_not_the_models_tools(tmp_path: Path) -> None:
+    """Issue 28: "skills_list shows them" is the model's tool, not the user's command."""
+    home = tmp_path / "home"
+    install(home, "release-wheel", "Build and upload a wheel")
+    env = agent_env(home)
+    for args in (["skills", "view", "nope"], ["skills", "pin", "nope"], ["skills", "history", "nope"]):
+        done = talaria(args, env, tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "no skill named 'nope' (skills: release-wheel)" in done.stderr
+        assert "skills_list" not in done.stderr and "skill_view" not in done.stderr

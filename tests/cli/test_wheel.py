@@ -34,13 +34,27 @@ def run(*cmd: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:
     return result  # type: ignore[no-any-return]
 
 
+def probe_venv(venv: Path) -> Path:
+    """A fresh venv that sees the runtime dependencies this interpreter sees (no network).
+    Not `--system-site-packages`: from inside a venv (scripts/test's own, or a user's) that
+    reaches only the base interpreter's packages (issue 28: `No module named 'anyio'`). The
+    site directories on this sys.path are appended as plain paths, so their .pth files (this
+    checkout's editable install) are not run: the venv's `talaria` is the wheel's."""
+    run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
+    outer = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    (site / "outer-site-packages.pth").write_text("".join(f"{p}\n" for p in outer), encoding="utf-8")
+    return python
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # From a copy: setuptools reuses a checkout's stale build/ directory.
     source = out / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*cache*", "node_modules"))
+        ".git", ".venv*", ".typecheck", "build", "*.egg-info", "__pycache__", ".*cache*", "node_modules"))
     # `python -m build`, as a release is made: the build backend comes from the package index.
     run(sys.executable, "-m", "build", "--wheel", "--outdir", out, source)
     [built] = out.glob("*.whl")
@@ -75,9 +89,7 @@ def test_the_wheel_is_talaria_agent_with_its_data_and_runtime_dependencies(wheel
 
 def test_installed_next_to_packages_named_tools_and_agent(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    # The runtime dependencies come from this interpreter's site-packages (no network here).
-    run(sys.executable, "-m", "venv", "--system-site-packages", venv)
-    python = venv / "bin" / "python"
+    python = probe_venv(venv)
     run(python, "-m", "pip", "install", "-q", "--no-deps", wheel)
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
     for name in ("tools", "agent"):  # somebody else's packages, installed in the same place

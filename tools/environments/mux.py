@@ -42,6 +42,9 @@ LOSSY_BUFFER_BYTES = 4 * 1024 * 1024
 """What a lossy stream holds unread before it drops (if the kernel allows a buffer that big)."""
 STDERR_LINES = 20
 """Lines of the door's stderr kept to explain a lost connection."""
+WHY_WAIT_S = 1.0
+"""How long a lost connection waits for the door (ssh, podman) to exit and its last stderr
+line to be read: that line is the cause (`Could not resolve hostname`), not "lost"."""
 BOOT_ARGV = ["python3", "-I", "-S", "-u", "-c", BOOT]
 """The helper's command line in the environment."""
 
@@ -124,7 +127,8 @@ class Mux:
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self.record = procs.track(proc.pid, "environment")
         threading.Thread(target=self._read, daemon=True, name=f"mux {where}").start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     @classmethod
     async def open(cls, argv: list[str], where: str, *, env: dict[str, str] | None = None,
@@ -269,7 +273,9 @@ class Mux:
 
     def _why(self) -> str:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(0.2)
+            self.proc.wait(WHY_WAIT_S)
+        if self.proc.returncode is not None:  # its last words may still be in the pipe
+            self._stderr_reader.join(WHY_WAIT_S)
         lines = [ln for ln in self._stderr if ln.strip()]
         return f": {lines[-1].strip()}" if lines else ""
 

@@ -9,7 +9,7 @@
     host = "gpu-1"
 
 The argument fills the backend's main key (`ARG_KEY`: the image of a container, the host of
-SSH). Every key is checked here, before anything starts: an unknown name or key, or a value
+SSH; `ssh:HOST:PORT` sets the port too). Every key is checked here, before anything starts: an unknown name or key, or a value
 of the wrong type, is one `EnvError` line naming it and the valid ones.
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from talaria.tools.errors import EnvError
+from talaria.tools.keys import closest, unknown_key
 
 BACKENDS = ("local", "docker", "ssh", "singularity", "modal", "daytona", "vercel")
 """Built-in backends; `[environments.NAME] backend = ...` names more environments."""
@@ -105,8 +106,11 @@ def check_name(text: str, tables: Mapping[str, Any]) -> None:
     """Raise EnvError unless `text` (NAME or NAME:ARG) names a known environment."""
     name = text.partition(":")[0].strip()
     if name not in BACKENDS and name not in tables:
-        raise EnvError(f"unknown environment {name!r}; choose one of {', '.join(choices(tables))} "
-                       "(or add [environments.NAME] with backend = ... to config.toml)")
+        guess = closest(name, choices(tables))
+        meant = f" (did you mean {guess!r}?)" if guess else ""
+        raise EnvError(f"unknown environment {name!r}{meant}; choose one of "
+                       f"{', '.join(choices(tables))} (or add [environments.NAME] with "
+                       "backend = ... to config.toml)")
 
 
 def resolve(text: str, tables: Mapping[str, Any]) -> EnvSpec:
@@ -124,12 +128,15 @@ def resolve(text: str, tables: Mapping[str, Any]) -> EnvSpec:
     if arg:
         if backend not in ARG_KEY:
             raise EnvError(f"environment {name!r} takes no argument (got {arg!r})")
+        if backend == "ssh" and _port(arg):  # ssh:HOST:PORT, as scp and many tools take it
+            arg, table["port"] = arg.rpartition(":")[0], _port(arg)
         table[ARG_KEY[backend]] = arg
     settings: dict[str, Any] = {}
     for key, value in table.items():
         if key not in schema:
             known = ", ".join(sorted(schema)) or "none"
-            raise EnvError(f"[environments.{name}] unknown key {key!r} (keys of {backend}: {known})")
+            raise EnvError(f"[environments.{name}] {unknown_key(key, schema)}; keys of {backend}: "
+                           f"{known}")
         kinds = schema[key][0]
         if isinstance(value, bool) and kinds in (int, (int, float)) or not isinstance(value, kinds):
             raise EnvError(f"[environments.{name}] {key} must be {_kind(kinds)}, got {value!r}")
@@ -137,6 +144,14 @@ def resolve(text: str, tables: Mapping[str, Any]) -> EnvSpec:
     for key, (_, default, _doc) in schema.items():
         settings.setdefault(key, list(default) if isinstance(default, list) else default)
     return EnvSpec(text, backend, settings)
+
+
+def _port(arg: str) -> int | None:
+    """The port of `HOST:PORT` (`user@host:2222`), or None when there is none."""
+    host, sep, port = arg.rpartition(":")
+    if sep and host and port.isdigit() and 0 < int(port) < 65536 and "]" not in port:
+        return int(port)
+    return None
 
 
 def _kind(kinds: type | tuple[type, ...]) -> str:

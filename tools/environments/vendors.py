@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from talaria.tools.errors import EnvError
 
 EXTRAS = {"modal": ("modal", "modal"), "daytona": ("daytona", "daytona"),
           "vercel": ("vercel.sandbox", "vercel")}
-"""backend -> (module to import, the `talaria[extra]` that installs it)."""
+"""backend -> (module to import, the `talaria-agent[extra]` that installs it)."""
+DISTRIBUTION = "talaria-agent"
+"""Talaria's name on the package index (`talaria` there is an unrelated project)."""
 WORKDIRS = {"modal": "/workspace", "daytona": "/home/daytona/workspace",
             "vercel": "/vercel/sandbox"}
 """Where the project lives in each vendor's sandbox."""
@@ -35,7 +38,9 @@ def sdk(backend: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise EnvError(f"the {backend} environment needs its SDK: pip install 'talaria[{extra}]'") from None
+        raise EnvError(f"the {backend} environment needs its SDK: pip install "
+                       f"'{DISTRIBUTION}[{extra}]' into the environment Talaria runs from "
+                       f"({sys.prefix})") from None
 
 
 def check_credentials(backend: str, env: dict[str, str] | None = None) -> None:

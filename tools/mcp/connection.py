@@ -72,6 +72,8 @@ class Connection:
     listing: Listing = field(default_factory=Listing)
     failures: int = 0
     retry_at: float = 0.0
+    hopeless: bool = False
+    """Failed in a way a restart cannot mend (its command does not exist): not restarted."""
     stdio: StdioServer | None = None
     _client: Any = None
     _stop: anyio.Event | None = None
@@ -96,6 +98,7 @@ class Connection:
                 reason = f"did not start within {self.start_timeout:g} s"
         except Exception as exc:  # whatever the SDK or the server did: one line for the user
             reason = describe(exc)
+            self.hopeless = not_found(exc)
             log.debug("mcp %s failed", self.spec.name, exc_info=True)
         finally:
             self._client = None
@@ -261,6 +264,13 @@ async def _list(client: Any) -> Listing:
     if caps.prompts is not None:
         prompts = list((await client.list_prompts()).prompts)
     return Listing(tuple(tools[:MAX_TOOLS]), caps.resources is not None, tuple(prompts))
+
+
+def not_found(exc: BaseException) -> bool:
+    """Whether the innermost error is a command that does not exist (spawning it failed)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError)
 
 
 def describe(exc: BaseException) -> str:

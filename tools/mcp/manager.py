@@ -1,5 +1,6 @@
 """A session's MCP servers: started in parallel without holding the session up, offered as
-tools while they are up (a `ToolSource`), restarted with backoff, stopped with the session.
+tools while they are up (a `ToolSource`), restarted with backoff (not one whose command does
+not exist: no restart mends that), stopped with the session.
 
     manager = McpManager(servers, cwd=..., start_timeout=..., call_timeout=..., ...)
     manager.start()                      # returns at once; tools arrive as servers are ready
@@ -210,7 +211,13 @@ class McpManager:
         conn.retry_at = time.monotonic() + min(BACKOFF_FIRST_S * 2 ** (conn.failures - 1), BACKOFF_MAX_S)
         verb = "stopped" if before == "ready" else "could not start"
         log.warning("MCP server %s (%s) %s: %s", name, origin, verb, conn.error)
-        if conn.failures > MAX_RESTARTS:
+        if conn.hopeless:  # no restart makes a missing command appear
+            conn.failures = MAX_RESTARTS + 1
+            where = f"`command` in [mcp_servers.{name}]" if origin == "config" else "the editor's settings"
+            self._notices.append(f"MCP server {name!r} ({origin}) could not start: {conn.error}. "
+                                 f"Its tools are unavailable: install it or fix {where}, then "
+                                 "start a new session.")
+        elif conn.failures > MAX_RESTARTS:
             self._notices.append(f"MCP server {name!r} ({origin}) failed again ({conn.error}); "
                                  f"given up after {MAX_RESTARTS} restarts: fix it and start a new session.")
         elif first or before == "ready":

@@ -4,7 +4,8 @@ The frontmatter is parsed with PyYAML's safe loader (a hand-rolled parser breaks
 quoting, folding and lists real skills use). Checks follow the Agent Skills spec: `name` is
 1-64 lowercase letters, digits and hyphens (no leading, trailing or double hyphen) and equals
 the folder name; `description` is 1-1,024 characters; `license`, `compatibility`,
-`metadata` (a mapping) and `allowed-tools` are optional.
+`metadata` (a mapping) and `allowed-tools` are optional. A key that misspells one of these is
+an error naming the one meant; other keys are kept.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from talaria.tools.keys import closest, unknown_key
+
 NAME_MAX = 64
 DESCRIPTION_MAX = 1_024
 COMPATIBILITY_MAX = 500
@@ -26,6 +29,9 @@ SUPPORT_FILE_MAX = 200_000
 """Characters of one supporting file the agent may write."""
 SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 KNOWN_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+NEAR_MISS = 0.8
+"""A key this close to a known one (`allowed_tools`, `licence`, `descripton`) is a typo and an
+error; other keys (other tools' own, such as `version`) are kept as they are."""
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """PyYAML's safe loader, in C when libyaml is there (a 100-skill scan: 5x faster)."""
@@ -97,6 +103,9 @@ def parse(text: str, folder: str | None = None) -> tuple[dict[str, Any], str]:
 
 def check(meta: dict[str, Any], folder: str | None = None) -> None:
     """Raise SkillFormatError when frontmatter fields break the spec."""
+    for key in meta:
+        if key not in KNOWN_KEYS and closest(str(key), KNOWN_KEYS, NEAR_MISS):
+            raise SkillFormatError(f"frontmatter: {unknown_key(str(key), KNOWN_KEYS)}")
     name = check_name(meta.get("name"))
     if folder is not None and name != folder:
         raise SkillFormatError(f"name {name!r} must equal its folder name {folder!r}")

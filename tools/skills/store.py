@@ -82,7 +82,7 @@ class SkillStore:
         skill = self.get(name)
         if skill is None:
             known = ", ".join(sorted(self.scan())) or "none yet"
-            raise SkillError(f"no skill named {name!r} (skills: {known}); skills_list shows them")
+            raise SkillError(f"no skill named {name!r} (skills: {known})")
         return skill
 
     def new_folder(self, name: str, category: str | None) -> Path:

@@ -72,7 +72,14 @@ class RunDir:
 
     @classmethod
     def open(cls, path: Path, *, meta: dict[str, Any], resume: bool) -> RunDir:
-        """Open (creating) a run directory. Raises RunExistsError for a used one unless `resume`."""
+        """Open (creating) a run directory. Raises RunExistsError for a used one unless `resume`,
+        and for `resume` with another tasks file than the run was started from."""
+        started_from = _read_json(path / CHECKPOINT).get("tasks_file")
+        if resume and started_from and meta.get("tasks_file") and started_from != meta["tasks_file"]:
+            # Two files' tasks in one run: counts and statistics would mix them.
+            raise RunExistsError(
+                f"{path} was started from {started_from}, not {meta['tasks_file']}: resume it "
+                "with that file, or choose another --run-name for this one")
         path.mkdir(parents=True, exist_ok=True)
         run = cls(path, meta)
         run.previous_options, run.previous_runs = _read_checkpoint(path)

@@ -76,6 +76,10 @@ def make_record(
     task: dict[str, Any], *, status: str, reason: str, error: str | None,
     messages: list[dict[str, Any]], model: str | None, duration_s: float,
 ) -> dict[str, Any]:
+    if not any(m.get("role") == "user" for m in messages):
+        # Failed before the prompt was stored (set-up, the environment, the first model call):
+        # the trajectory still starts with what was asked (ShareGPT's human turn).
+        messages = [{"role": "user", "content": task["prompt"]}, *messages]
     return {
         "task_id": task["id"], "prompt_index": int(task.get("index") or 0),
         "prompt": task["prompt"], "status": status, "reason": reason,

@@ -31,7 +31,7 @@ from talaria.agent.trajectories.batch.executors import Executor, LocalExecutor, 
 from talaria.agent.trajectories.batch.progress import Progress
 from talaria.agent.trajectories.batch.records import trajectory_line
 from talaria.agent.trajectories.batch.stats import compute
-from talaria.agent.trajectories.batch.tasks import Task, load_tasks
+from talaria.agent.trajectories.batch.tasks import Task, TaskFileError, load_tasks
 from talaria.agent.trajectories.batch.worker import DEFAULT_TIMEOUT_S, resolve_tools
 
 MAX_WORKERS = 256
@@ -133,6 +133,9 @@ def run_batch(
     """Run the pending tasks of `options`. Raises TaskFileError, RunExistsError, ValueError."""
     check_options(options)
     tasks = load_tasks(options.tasks_file)
+    if not tasks:
+        raise TaskFileError(f"{options.tasks_file}: no tasks (one JSON object per line, e.g. "
+                            '{"prompt": "fix the failing test", "workspace": "project"})')
     run_dir = options.output_dir / options.run_name
     meta: dict[str, Any] = {"run_name": options.run_name,
                             "tasks_file": str(options.tasks_file.resolve()),
@@ -168,10 +171,13 @@ def run_batch(
             progress.draw(final=True)
             this_run["tasks_run"] = progress.ran
             this_run["wall_s"] = round(time.monotonic() - clock["started"], 3)
-            runs = [*run.previous_runs, *([this_run] if this_run["tasks_run"] else [])]
-            run.meta["runs"] = runs  # an invocation that ran nothing leaves no entry
+            # An invocation with nothing to do leaves no entry; one interrupted before its
+            # first task finished still counts as one.
+            runs = [*run.previous_runs, *([this_run] if this_run["tasks_run"] or pending else [])]
+            run.meta["runs"] = runs
             run.write_checkpoint()
-            statistics = compute(run.records(), runs=runs)
+            ids = {t.id for t in tasks}  # this file's tasks (a line removed since is not counted)
+            statistics = compute((r for r in run.records() if str(r["task_id"]) in ids), runs=runs)
             write_json_atomic(run_dir / STATISTICS, statistics)
     finally:
         run.close()

@@ -2,6 +2,7 @@
 
     {"tasks": {"total", "completed", "failed", "success_rate"},
      "failures_by_reason": {reason: count},
+     "first_failures": {reason: {"task_id", "error"}}  (the first line of each reason),
      "tools": {name: {"calls", "failed", "success_rate", "tasks_using"}},
      "turns": {...}, "duration_s": {...}, "model_s": {...}  (total, mean, p50, p95, max)
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning", "mean_per_task"},
@@ -28,6 +29,7 @@ class Stats:
     def __init__(self) -> None:
         self.status: Counter[str] = Counter()
         self.reasons: Counter[str] = Counter()
+        self.first_failures: dict[str, dict[str, Any]] = {}
         self.models: Counter[str] = Counter()
         self.tools: dict[str, dict[str, int]] = {}
         self.tokens: Counter[str] = Counter()
@@ -39,7 +41,10 @@ class Stats:
         status = "completed" if record.get("status") == "completed" else "failed"
         self.status[status] += 1
         if status == "failed":
-            self.reasons[str(record.get("reason") or "unknown")] += 1
+            reason = str(record.get("reason") or "unknown")
+            self.reasons[reason] += 1
+            self.first_failures.setdefault(reason, {"task_id": record.get("task_id"),
+                                                    "error": record.get("error") or ""})
         self.models[str(record.get("model") or "?")] += 1
         for name, counts in (record.get("tool_stats") or {}).items():
             # Records say {calls, failed}; ShareGPT lines {count, success, failure} for every tool.
@@ -67,6 +72,7 @@ class Stats:
                       "failed": self.status["failed"],
                       "success_rate": _rate(self.status["completed"], total)},
             "failures_by_reason": dict(self.reasons.most_common()),
+            "first_failures": {r: self.first_failures[r] for r, _ in self.reasons.most_common()},
             "tools": tools,
             "turns": describe(self.turns),
             "duration_s": describe(self.durations),

@@ -8,6 +8,9 @@
      "environment"?: str}             where it runs (NAME[:ARG], see `talaria.tools.environments`):
                                       each task gets its own container or sandbox
 
+Any other key is an error that names it and the closest known key (a misspelt "workspace"
+would otherwise run the task in an empty directory).
+
 A task's `index` is its 0-based position among the file's tasks (blank lines skipped, as
 Hermes' batch runner counts): it becomes the `prompt_index` of its trajectory line, which
 downstream tools join on. Relative paths are taken from the tasks file's directory. Without `workspace` or `cwd` a task
@@ -24,9 +27,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from talaria.tools.keys import unknown_keys
+
 MAX_PROMPT_CHARS = 1_000_000
 """A prompt longer than this is a mistake in the tasks file (a whole dataset on one line)."""
 ID_HEX = 16
+KEYS = ("prompt", "id", "workspace", "cwd", "model", "toolsets", "environment")
+"""Every key a task line may have."""
 
 
 class TaskFileError(ValueError):
@@ -93,6 +100,8 @@ def _nth(base_id: str, seen: dict[str, int]) -> str:
 def _task(data: Any, base: Path, where: str) -> Task:
     if not isinstance(data, dict):
         raise TaskFileError(f"{where}: a task is a JSON object with a \"prompt\"")
+    if unknown := unknown_keys(data, KEYS):
+        raise TaskFileError(f"{where}: {unknown[0]}; a task's keys are {', '.join(KEYS)}")
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise TaskFileError(f"{where}: \"prompt\" must be a non-empty string")

@@ -66,6 +66,15 @@ def compress_file(
     options.check()
     if not source.is_file():
         raise ValueError(f"{source}: no such file")
+    # Read as every trajectories command reads (a file that is not trajectories is refused,
+    # naming its bad lines), before any work: never a verbatim copy called compressed.
+    from talaria.agent.trajectories.lines import trajectory_lines
+    from talaria.agent.trajectories.model import TrajectoryNotFound
+
+    try:
+        trajectory_lines(source, "nothing was written", keep=False)
+    except TrajectoryNotFound as exc:
+        raise ValueError(str(exc)) from None
     count = make_counter(options.tokenizer)  # fail here, not in every worker
     summarizer = summarizer or make_summarizer(summary_model, options.summary_tokens)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +55,9 @@ def test_a_failed_task_makes_a_non_zero_exit(run: dict) -> None:
     assert done.returncode == 1, done.stderr
     assert "9 completed, 1 failed of 10" in done.stderr
     assert "1 provider_error" in done.stderr and "--retry-failed" in done.stderr
+    # The cause, not only its kind (issue 28): the first error of each kind is said.
+    assert "  provider_error, first in task task-3: " in done.stderr
+    assert "scripted failure" in done.stderr.split("first in task task-3: ")[1].splitlines()[0]
     missing = talaria("batch", str(run["root"] / "nope.jsonl"), "--run-name", "x", env=run["env"])
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
 
@@ -117,15 +122,50 @@ def test_export_names_the_lines_it_cannot_convert(run: dict, tmp_path: Path) -> 
         assert not out.exists() and not done.stdout
 
 
-def test_the_report_shows_task_ids_and_indexes(run: dict, tmp_path: Path) -> None:
+@pytest.mark.parametrize("given", ["dir", "file"])
+def test_the_report_shows_task_ids_and_indexes(run: dict, tmp_path: Path, given: str) -> None:
     page = tmp_path / "report.html"
-    done = talaria("trajectories", "view", str(run["dir"]), "-o", str(page), env=run["env"])
+    source = run["dir"] if given == "dir" else run["dir"] / "trajectories.jsonl"
+    done = talaria("trajectories", "view", str(source), "-o", str(page), env=run["env"])
     assert done.returncode == 0, done.stderr
     html = page.read_text()
     for i in range(len(PROMPTS)):
         assert f"<tr><td>task-{i}</td><td class=\"n\">{i}</td>" in html
-    assert "failed (provider_error)" in html
     assert "<td>#0</td>" not in html
+    # Issue 28: the run's name (not "trajectories"), tasks in the file's order (lines are in
+    # completion order), a failed task's prompt and error.
+    assert "<h1>Batch: r</h1>" in html
+    rows = [html.index(f"<tr><td>task-{i}</td>") for i in range(len(PROMPTS))]
+    assert rows == sorted(rows)
+    chart = html[html.index("Turns per task"):html.index("Tokens per task")]
+    labels = [chart.index(f">task-{i}<") for i in range(len(PROMPTS))]
+    assert labels == sorted(labels)
+    failed_row = html[html.index("<tr><td>task-3</td>"):].split("</tr>")[0]
+    assert "<td>fail</td>" in failed_row and "failed (provider_error)" in failed_row
+    assert "scripted failure" in failed_row
+
+
+def test_resuming_with_another_tasks_file_is_refused(run: dict, tmp_path: Path) -> None:
+    """Issue 28: `--resume` of run r with other tasks would mix two runs' counts."""
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "x", "prompt": "hello"}\n')
+    before = (run["dir"] / "checkpoint.json").read_text()
+    done = talaria("batch", str(other), "--run-name", "r", "--output-dir", str(run["root"] / "data"),
+                   "--resume", env=run["env"])
+    assert done.returncode == 2, done.stderr
+    assert f"was started from {run['root'] / 'tasks.jsonl'}, not {other}" in done.stderr
+    assert (run["dir"] / "checkpoint.json").read_text() == before
+
+
+def test_an_empty_tasks_file_is_refused(run: dict, tmp_path: Path) -> None:
+    for text in ("", "\n  \n"):
+        empty = tmp_path / "empty.jsonl"
+        empty.write_text(text)
+        done = talaria("batch", str(empty), "--run-name", "e", "--output-dir", str(tmp_path / "data"),
+                       env=run["env"])
+        assert done.returncode == 2, done.stderr
+        assert "empty.jsonl: no tasks (one JSON object per line" in done.stderr
+        assert not (tmp_path / "data").exists()
 
 
 def test_statistics_cover_every_invocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,6 +197,32 @@ def test_statistics_cover_every_invocation(tmp_path: Path, monkeypatch: pytest.M
         assert again["tasks"] == stats["tasks"]
 
 
+def test_an_invocation_interrupted_before_a_task_finished_still_counts(tmp_path: Path) -> None:
+    """Issue 28: Ctrl-C while the first task waits on the model, then --resume: two invocations."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "t0", "prompt": "hello"}\n')
+    args = [sys.executable, "-m", "talaria.acp_server.cli.main", "batch", str(tasks), "--run-name",
+            "i", "--output-dir", str(tmp_path / "data"), "--workers", "1", "--model", "openai:fake"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test",
+           "TALARIA_HOME": str(tmp_path / "home")}
+    with RoutedLLM(delay=60) as slow:
+        child = subprocess.Popen(args, env={**env, "OPENAI_BASE_URL": slow.openai_base_url},
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not slow.prompts and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.1)
+        assert slow.prompts, "the task never reached the model"
+        os.killpg(child.pid, signal.SIGINT)  # Ctrl-C at a terminal: the whole group
+        _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    with RoutedLLM() as fast:
+        done = subprocess.run([*args, "--resume"], env={**env, "OPENAI_BASE_URL": fast.openai_base_url},
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads((tmp_path / "data" / "i" / "statistics.json").read_text())
+    assert stats["run"]["invocations"] == 2 and [r["tasks_run"] for r in stats["runs"]] == [0, 1]
+
+
 def test_warm_models_loads_each_sdk_and_its_lazy_modules() -> None:
     """What a worker runs as set-up before a task's turn, so model_s never holds the SDK
     import (benchmarks/batch.py `batch_model_time` measures the effect)."""
@@ -174,3 +240,17 @@ def test_warm_models_loads_each_sdk_and_its_lazy_modules() -> None:
 
 def _fields(options: BatchOptions) -> dict:
     return {name: getattr(options, name) for name in options.__dataclass_fields__}
+
+
+def test_a_task_that_fails_before_its_prompt_is_sent_keeps_it(tmp_path: Path) -> None:
+    """Issue 28: a task that fails in set-up still has its human turn, and says why."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "x", "prompt": "hello there", "model": "nosuch:model"}\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TALARIA_HOME": str(tmp_path / "home")}
+    done = talaria("batch", str(tasks), "--run-name", "f", "--output-dir", str(tmp_path / "data"),
+                   env=env)
+    assert done.returncode == 1, done.stderr
+    assert "unknown provider 'nosuch'" in done.stderr.split("first in task x: ")[1].splitlines()[0]
+    [line] = [json.loads(x) for x in (tmp_path / "data" / "f" / "trajectories.jsonl").read_text().splitlines()]
+    assert line["conversations"][1] == {"from": "human", "value": "hello there"}
+    assert parse_sharegpt(line)[1] == {"role": "user", "content": "hello there"}

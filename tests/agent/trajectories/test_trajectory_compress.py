@@ -156,19 +156,30 @@ def test_failed_and_timed_out_summaries_keep_the_line(tmp_path: Path) -> None:
         assert report["aggregate"]["summarization_errors"] == 2
 
 
-def test_protected_turns_over_target_and_junk_lines_are_kept(tmp_path: Path) -> None:
+def test_protected_turns_over_target_are_kept(tmp_path: Path) -> None:
     rng = random.Random(3)
     huge_ask = trajectory(21, steps=3, size=20)
     huge_ask["conversations"][1]["value"] = words(rng, 5000)  # the first human turn alone
-    raw = [json.dumps(huge_ask) + "\n", "not json\n", json.dumps({"no": "conversations"}) + "\n"]
+    raw = [json.dumps(huge_ask) + "\n", "\n"]
     _, out, report = run(tmp_path, [], Summarizer(), raw=raw)
-    assert out[1:] == raw[1:]  # passed through, byte-identical
+    assert out[1:] == raw[1:]  # a blank line passed through
     first = report["trajectories"][0]
     assert first["still_over_limit"]
     assert json.loads(out[0])["conversations"][:2] == huge_ask["conversations"][:2]
     aggregate = report["aggregate"]
-    assert (aggregate["trajectories"], aggregate["not_trajectories"],
-            aggregate["still_over_limit"]) == (1, 2, 1)
+    assert (aggregate["trajectories"], aggregate["still_over_limit"]) == (1, 1)
+
+
+def test_junk_lines_are_refused_before_any_work(tmp_path: Path) -> None:
+    """Issue 28: a line that is not a trajectory is named (as export names it), and nothing is
+    written: a verbatim copy would pass for a compressed file."""
+    raw = [json.dumps(trajectory(21, steps=3, size=20)) + "\n", "not json\n",
+           json.dumps({"no": "conversations"}) + "\n", "[1, 2]\n"]
+    summarizer = Summarizer()
+    with pytest.raises(ValueError, match=r"3 of 4 line\(s\) cannot be read as trajectories \(line 2: "
+                                         r"not JSON .*; line 3: .*; line 4: .*\); nothing was written"):
+        run(tmp_path, [], summarizer, raw=raw)
+    assert not (tmp_path / "out.jsonl").exists() and not summarizer.calls
 
 
 def test_cli_with_the_configured_summary_model_and_worker_processes(tmp_path: Path) -> None:

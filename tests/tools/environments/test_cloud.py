@@ -48,7 +48,7 @@ async def test_without_the_sdk_the_error_says_what_to_install(
     ws = workspace_for(vendor, project)
     failed = await call(ws, "terminal", command="true")
     extra = "vercel" if vendor == "vercel" else vendor
-    assert f"pip install 'talaria[{extra}]'" in failed["error"]
+    assert f"pip install 'talaria-agent[{extra}]'" in failed["error"]
 
 
 @pytest.mark.parametrize("vendor", VENDORS)

@@ -121,7 +121,7 @@ def test_env_check_lines(tmp_path: Path, image: str, sshd: Sshd) -> None:
     out = done.stdout.splitlines()
     assert out[0] == "ok  local: this machine"
     assert any(line.startswith("ok  box: 127.0.0.1 reachable, python 3.") for line in out), out
-    assert any(line.startswith("no  modal: ") and "pip install 'talaria[modal]'" in line for line in out)
+    assert any(line.startswith("no  modal: ") and "pip install 'talaria-agent[modal]'" in line for line in out)
     one = talaria("env", "check", f"docker:{image}", home=tmp_path, cwd=tmp_path)
     assert one.returncode == 0 and one.stdout.startswith(f"ok  docker:{image}: podman version")
     bad = talaria("env", "check", "nope", home=tmp_path, cwd=tmp_path)

@@ -109,12 +109,27 @@ def test_a_server_that_exits_at_start_says_why(tmp_path: Path) -> None:
     run([stdio("broken", "--exit-at-start", origin="config")], tmp_path, body)
 
 
-def test_a_missing_command_is_one_line(tmp_path: Path) -> None:
-    async def body(m: McpManager) -> None:
-        (notice,) = m.notices()
-        assert "could not start: command not found: /no/such/server" in notice
+@pytest.mark.parametrize("command", ["/no/such/server", "no-such-mcp-server-anywhere", "not-executable"])
+def test_a_missing_command_is_one_line_and_never_restarted(tmp_path: Path, monkeypatch, command: str) -> None:
+    """Issue 28: a command that does not exist was "restarted" five times; no restart mends it."""
+    from talaria.tools.mcp import manager as module
 
-    run([parse_server({"name": "gone", "command": "/no/such/server"}, origin="config")], tmp_path, body)
+    monkeypatch.setattr(module, "BACKOFF_FIRST_S", 0.0)
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")  # no x bit: cannot be run either
+    path = str(tmp_path / command) if command == "not-executable" else command
+
+    async def body(m: McpManager) -> None:
+        for _ in range(10):  # every model call asks for tools: a due restart would start here
+            m.specs()
+            await anyio.sleep(0.05)
+        (notice,) = m.notices()
+        assert "'gone' (config) could not start: " in notice and "restart" not in notice, notice
+        assert "install it or fix `command` in [mcp_servers.gone], then start a new session" in notice
+        if command != "not-executable":
+            assert f"command not found: {command}" in notice
+        assert m.conns["gone"].status == "failed" and m.conns["gone"].hopeless
+
+    run([parse_server({"name": "gone", "command": path}, origin="config")], tmp_path, body)
 
 
 def test_a_crash_mid_call_fails_that_call_and_the_server_comes_back(tmp_path: Path) -> None:
