@@ -27,7 +27,7 @@ from benchmarks.synthetic import TemplateSummarizer
 from talaria.agent import transcript as t
 from talaria.agent.context.compaction import compact_session
 from talaria.agent.loop import run_turn
-from talaria.agent.runtime import new_session
+from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.agent.skills.review import after_turn
 from talaria.agent.store import Store
@@ -185,8 +185,9 @@ def test_the_rows_of_turns_with_tools_notes_cancels_and_a_compaction(fake_llm, t
     # A crash left a call without a result: the restored session answers it.
     session.append({"role": "assistant", "content": "", "tool_calls": [
         {"id": "call_lost", "name": "terminal", "arguments": '{"command": "make"}'}]})
-    restored = new_session(config_of(session), cwd=project, door=session.door, provider=session.provider,
-                           store=store, session_id=session.id, history=store.context(session.id))
+    restored = new_session(config_of(session),
+                           Opening(project, session_id=session.id, history=store.context(session.id)),
+                           door=session.door, provider=session.provider, store=store)
     assert restored.messages[-1]["tool_call_id"] == "call_lost"
     assert_typed(written(store, restored))
 
