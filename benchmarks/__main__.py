@@ -15,6 +15,7 @@ from benchmarks import (
     learning,
     lsp,
     recall,
+    search,
     shell,
     stall,
     subagents,
@@ -24,7 +25,7 @@ from benchmarks import (
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
-          **web_mcp.BENCHMARKS, **shell.BENCHMARKS}
+          **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:
