@@ -25,7 +25,7 @@ import anyio
 from benchmarks import hermes
 from benchmarks.search_tree import NO_MATCH, RARE_TOKEN, make_tree
 
-RUNS = 7
+RUNS = 11
 QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("common", {"pattern": "def "}),
     ("common_page_3", {"pattern": "def ", "offset": 100}),

@@ -19,17 +19,23 @@ RARE_TOKEN = "frobnicate_ledger_entry"
 RARE_FILES = 4
 NO_MATCH = "zq_nothing_here_xv"
 
-_WORDS = ("model field query form view request response cache session user admin auth "
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_WORDS = _list("model field query form view request response cache session user admin auth "
           "template context middleware signal storage backend manager widget validator "
           "serializer migration schema index lookup expression aggregate filter page "
-          "token header cookie locale timezone handler router resolver").split()
-_APPS = ("admin auth contenttypes flatpages gis humanize messages postgres redirects sessions "
-         "sitemaps sites staticfiles syndication").split()
-_LANGS = ("af ar ast az be bg bn br bs ca ckb cs cy da de dsb el en en_AU en_GB eo es es_AR "
+          "token header cookie locale timezone handler router resolver")
+_APPS = _list("admin auth contenttypes flatpages gis humanize messages postgres redirects sessions "
+         "sitemaps sites staticfiles syndication")
+_LANGS = _list("af ar ast az be bg bn br bs ca ckb cs cy da de dsb el en en_AU en_GB eo es es_AR "
           "es_CO es_MX es_VE et eu fa fi fr fy ga gd gl he hi hr hsb hu hy ia id ig io is it "
           "ja ka kab kk km kn ko ky lb lt lv mk ml mn mr ms my nb ne nl nn os pa pl pt pt_BR "
           "ro ru sk sl sq sr sr_Latn sv sw ta te tg th tk tr tt udm ug uk ur uz vi zh_Hans "
-          "zh_Hant").split()
+          "zh_Hant")
 
 
 def _name(rng: random.Random, parts: int = 2) -> str:

@@ -44,9 +44,9 @@ async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
     found: list[Any] = []
     with anyio.move_on_after(SIMILAR_TIMEOUT_S):  # a hint must not stall on a huge directory
         try:
-            found, _ = await ctx.workspace.search(
+            found = (await ctx.workspace.search(
                 "*", root=path.parent, target="files", limit=SIMILAR_SCAN
-            )
+            )).matches
         except (OSError, WorkspaceError, ValueError):
             return []
     rels = sorted((m.path for m in found), key=lambda r: r.count("/"))

@@ -13,6 +13,7 @@ import pytest
 from talaria.tools.local import search as local_search
 from talaria.tools.local import workspace as local
 from talaria.tools.local.workspace import MAX_READ_BYTES, LocalWorkspace
+from talaria.tools import workspace as workspace_seam
 from talaria.tools.workspace import WorkspaceError
 from tests.exec_helpers import PATIENCE_S
 
@@ -190,7 +191,8 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     make_tree(tmp_path)
     monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
     ws = LocalWorkspace(tmp_path)
-    found, total = await ws.search("foo", root=tmp_path, limit=1000)
+    page = await ws.search("foo", root=tmp_path, limit=1000)
+    found, total = page.matches, page.total
     paths = [m.path for m in found]
     assert total == len(found)
     assert paths == sorted(paths, key=lambda p: p.split("/"))  # by components: a/x before a-b
@@ -209,11 +211,11 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         assert skipped not in paths
     assert ("crlf.txt", 2, "foo end") in [(m.path, m.line, m.text) for m in found]
     assert ("nonewline.txt", 1, "last foo") in [(m.path, m.line, m.text) for m in found]
-    found, _ = await ws.search("end$", root=tmp_path)
+    found = (await ws.search("end$", root=tmp_path)).matches
     assert [(m.path, m.line) for m in found] == [("crlf.txt", 1), ("crlf.txt", 2)]
-    found, total = await ws.search("*.py", root=tmp_path, target="files")
+    found = (await ws.search("*.py", root=tmp_path, target="files")).matches
     assert [m.path for m in found] == ["a-b.py", "a.py", "src/main.py", "src/util/helpers.py"]
-    found, _ = await ws.search("foo", root=tmp_path / "src" / "main.py")
+    found = (await ws.search("foo", root=tmp_path / "src" / "main.py")).matches
     assert [(m.path, m.line) for m in found] == [(".", 1), (".", 4)]
     with pytest.raises(WorkspaceError, match="invalid regex"):
         await ws.search("(unclosed", root=tmp_path)
@@ -221,13 +223,25 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         await ws.search("x", root=tmp_path / "missing")
 
 
-async def test_search_caps_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_search, "MAX_MATCHES", 5)
+async def test_search_stops_past_the_page_and_says_its_total_is_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "many.txt").write_text("hit\n" * 20)
     for rg in (shutil.which("rg"), None):
         monkeypatch.setattr(local_search, "ripgrep_path", lambda rg=rg: rg)
-        found, total = await LocalWorkspace(tmp_path).search("hit", root=tmp_path, limit=2)
-        assert (len(found), total) == (2, 5)
+        ws = LocalWorkspace(tmp_path)
+
+        async def page(**kw: int) -> tuple[list[int | None], int, bool]:
+            found = await ws.search("hit", root=tmp_path, **kw)
+            return [m.line for m in found.matches], found.total, found.total_exact
+
+        assert await page(limit=2) == ([1, 2], 3, False)  # stopped at one past the page
+        assert await page(limit=5, offset=14) == ([15, 16, 17, 18, 19], 20, False)
+        assert await page(limit=5, offset=15) == ([16, 17, 18, 19, 20], 20, True)  # ran out
+        assert await page(limit=50) == (list(range(1, 21)), 20, True)
+        monkeypatch.setattr(workspace_seam, "MAX_SEARCH_MATCHES", 5)
+        assert await page(limit=2, offset=10) == ([], 5, False)  # a far offset collects 5
+        monkeypatch.undo()
 
 
 # --- run ---------------------------------------------------------------------------------
