@@ -14,6 +14,7 @@ from benchmarks import (
     execute_code,
     learning,
     lsp,
+    prompt,
     recall,
     search,
     shell,
@@ -25,7 +26,8 @@ from benchmarks import (
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
-          **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS}
+          **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
+          **prompt.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:
