@@ -66,7 +66,7 @@ async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "File path (absolute, relative or ~)"},
-            "offset": {"type": "integer", "description": "First line, 1-based", "default": 1},
+            "offset": {"type": "integer", "description": "First line, 1-based"},
             "limit": {
                 "type": "integer",
                 "description": f"Max lines (max {MAX_LIMIT})",

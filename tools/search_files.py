@@ -17,19 +17,19 @@ MAX_TEXT_CHARS = 300
 @tool(
     name="search_files",
     description=(
-        "Search file contents by regex (target='content') or find files by name glob "
-        "(target='files'). Skips hidden files, node_modules, binaries and secrets (keys, "
-        ".env, credentials) unless `path` names one. Use instead of grep/find/ls."
+        "Regex over file contents (target='content') or glob over file names "
+        "(target='files'). Skips hidden files, node_modules, binaries and secrets (.env, "
+        "keys) unless `path` names one. Use instead of grep/find/ls."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Regex (content) or glob (files)"},
+            "pattern": {"type": "string"},
             "target": {"type": "string", "enum": ["content", "files"], "default": "content"},
             "path": {"type": "string", "description": "Directory or file", "default": "."},
             "file_glob": {"type": "string", "description": "Only files matching, e.g. '*.py'"},
             "limit": {"type": "integer", "default": DEFAULT_LIMIT},
-            "offset": {"type": "integer", "default": 0},
+            "offset": {"type": "integer"},
         },
         "required": ["pattern"],
     },

@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from talaria.tools import workspace as workspace_seam
 from talaria.tools.local import search as local_search
 from talaria.tools.local import workspace as local
 from talaria.tools.local.workspace import MAX_READ_BYTES, LocalWorkspace
-from talaria.tools import workspace as workspace_seam
 from talaria.tools.workspace import WorkspaceError
 from tests.exec_helpers import PATIENCE_S
 
@@ -231,7 +231,7 @@ async def test_search_stops_past_the_page_and_says_its_total_is_a_bound(
         monkeypatch.setattr(local_search, "ripgrep_path", lambda rg=rg: rg)
         ws = LocalWorkspace(tmp_path)
 
-        async def page(**kw: int) -> tuple[list[int | None], int, bool]:
+        async def page(ws: LocalWorkspace = ws, **kw: int) -> tuple[list[int | None], int, bool]:
             found = await ws.search("hit", root=tmp_path, **kw)
             return [m.line for m in found.matches], found.total, found.total_exact
 
