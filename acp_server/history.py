@@ -1,7 +1,8 @@
 """Replay a stored transcript as ACP `session/update`s (for `session/load`).
 
 Tool calls are replayed once each, with their final status and content; live terminal ids
-are never replayed (the terminal is gone), the command's output is shown as text instead.
+are never replayed (the terminal is gone), the command's output is shown as text instead. A
+stored row that could not be read (`talaria.agent.store_rows`) is a notice in its place.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent.events import Compacted
 from talaria.agent.providers.base import Message, call_arguments
+from talaria.agent.store_rows import UNREADABLE
 from talaria.tools.registry import ToolSpec
 
 
@@ -31,6 +33,10 @@ def replay_updates(
                 bool(message.get("fallback")), message.get("error"),
             )
             yield compaction(event, client_supports=compaction_updates)
+        elif role == "event" and message.get("type") == UNREADABLE:  # the rest loads
+            text = (f"\n> Stored message {message.get('seq')} of this session could not be read "
+                    f"and is left out: {message.get('error')}.\n")
+            yield {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
         elif role == "user" and message.get("process_note"):  # shown live as a notice
             first = str(message.get("content") or "").strip("[]").splitlines()[0:1]
             yield {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {''.join(first)}\n")}

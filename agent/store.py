@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
+from talaria.agent.store_rows import answered, read_row, read_snapshot
 from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
@@ -233,9 +234,9 @@ class Store:
             return self.context(session_id)
         with self._lock:
             rows = self._db.execute(
-                "SELECT message, withheld FROM messages WHERE session_id = ? ORDER BY seq",
+                "SELECT seq, message, withheld FROM messages WHERE session_id = ? ORDER BY seq",
                 (session_id,)).fetchall()
-        return [_loaded(text, withheld) for text, withheld in rows]
+        return [_loaded(seq, text, withheld) for seq, text, withheld in rows]
 
     def context(self, session_id: str) -> list[dict[str, Any]]:
         """The live context: the last snapshot plus the messages appended after it."""
@@ -243,13 +244,13 @@ class Store:
             snap = self._db.execute(
                 "SELECT upto_seq, messages FROM contexts WHERE session_id = ?", (session_id,)
             ).fetchone()
-            upto, base = (snap[0], json.loads(snap[1])) if snap else (0, [])
+            upto, base = (snap[0], read_snapshot(snap[1])) if snap else (0, [])
             rows = self._db.execute(
-                "SELECT message FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, message FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, upto),
             ).fetchall()
-        later = [json.loads(text) for (text,) in rows]
-        return base + [m for m in later if m.get("role") != "event"]
+        later = [_loaded(seq, text, None) for seq, text in rows]
+        return answered(base + [m for m in later if m.get("role") != "event"])
 
     def save_context(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""
@@ -349,7 +350,7 @@ class Store:
                 "SELECT seq, message, withheld FROM messages WHERE session_id = ?"
                 " AND seq BETWEEN ? AND ? ORDER BY seq",
                 (session_id, seq - window, seq + window)).fetchall()
-        return [(n, _loaded(text, withheld)) for n, text, withheld in found]
+        return [(n, _loaded(n, text, withheld)) for n, text, withheld in found]
 
     def withheld_texts(self, session_id: str) -> list[str]:
         """The stored contents of the session's withheld results (to find them quoted)."""
@@ -374,10 +375,11 @@ class Hit:
     snippet: str
 
 
-def _loaded(text: str, withheld: str | None) -> dict[str, Any]:
-    """A stored message, with its `withheld` mark (also one the column got later)."""
-    message: dict[str, Any] = json.loads(text)
-    if withheld and not message.get(WITHHELD):
+def _loaded(seq: int, text: str, withheld: str | None) -> dict[str, Any]:
+    """A stored message, with its `withheld` mark (also one the column got later); an
+    `unreadable` event row in its place when it cannot be read (`store_rows`)."""
+    message = read_row(seq, text)
+    if withheld and message.get("role") != "event" and not message.get(WITHHELD):
         message[WITHHELD] = withheld
     return message
 
