@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.acp import INIT, RawClient
+from benchmarks.acp_client import INIT, RawClient
 from benchmarks.canned_llm import CannedLLM
 from talaria.agent.context import tokens
 
