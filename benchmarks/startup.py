@@ -84,7 +84,7 @@ def startup(env: dict[str, str], cwd: Path) -> Iterator[dict[str, Any]]:
         out = {"metric": metric, "median": round(median, 3),
                "p90": round(sorted(x[i] for x in ours)[int(RUNS * 0.9)], 3),
                "over_python_s": round(median - floor, 3), "runs": RUNS}
-        if theirs:
+        if theirs and root is not None:
             their = statistics.median(x[i] for x in theirs)
             out |= {"hermes": round(their, 3), "vs_hermes": round(median / their, 2),
                     "target_vs_hermes": target, "hermes_version": hermes.version(root)}

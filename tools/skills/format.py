@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 1_024
@@ -27,8 +26,20 @@ SUPPORT_FILE_MAX = 200_000
 SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 KNOWN_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""PyYAML's safe loader, in C when libyaml is there (a 100-skill scan: 5x faster)."""
+
+
+@cache
+def _yaml() -> Any:
+    """PyYAML, imported on the first SKILL.md (~20 ms a session with no skill does not pay)."""
+    import yaml
+
+    return yaml
+
+
+def _load(text: str) -> Any:
+    """Safe YAML, in C when libyaml is there (a 100-skill scan: 5x faster)."""
+    yaml = _yaml()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -84,8 +95,8 @@ def parse(text: str, folder: str | None = None) -> tuple[dict[str, Any], str]:
             "SKILL.md must start with YAML frontmatter: a '---' line, 'name: ...', "
             "'description: ...', and a closing '---' line")
     try:
-        meta = yaml.load(match.group(1), Loader=_LOADER)
-    except yaml.YAMLError as exc:
+        meta = _load(match.group(1))
+    except _yaml().YAMLError as exc:
         meta = _lenient(match.group(1))
         if meta is None:
             raise SkillFormatError(f"the frontmatter is not valid YAML: {_one_line(exc)}") from None
@@ -128,8 +139,8 @@ def _lenient(head: str) -> Any:
             line = f"{key}: " + json.dumps(value.strip())
         lines.append(line)
     try:
-        return yaml.load("\n".join(lines), Loader=_LOADER)
-    except yaml.YAMLError:
+        return _load("\n".join(lines))
+    except _yaml().YAMLError:
         return None
 
 
@@ -137,7 +148,7 @@ def render(meta: dict[str, Any], body: str) -> str:
     """SKILL.md text: frontmatter (known keys first, in spec order), then the body."""
     ordered = {k: meta[k] for k in KNOWN_KEYS if k in meta}
     ordered |= {k: v for k, v in meta.items() if k not in ordered}
-    head = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
+    head = _yaml().safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
     return f"---\n{head}---\n\n{body.strip()}\n"
 
 
