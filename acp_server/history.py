@@ -8,14 +8,57 @@ stored row that could not be read (`talaria.agent.store_rows`) is a notice in it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent.events import Compacted
 from talaria.agent.providers.base import Message, call_arguments
 from talaria.agent.store_rows import UNREADABLE
 from talaria.tools.registry import ToolSpec
+
+if TYPE_CHECKING:
+    from talaria.agent.store import Store
+
+log = logging.getLogger(__name__)
+
+PAGE_ROWS = 500
+"""Transcript rows read from the store at a time while replaying."""
+
+
+async def replay(store: Store, session_id: str, tools: dict[str, ToolSpec],
+                 send: Callable[[dict[str, Any]], Awaitable[None]], *,
+                 compaction_updates: bool = False) -> None:
+    """Send a stored session's updates, reading its transcript a page at a time: held whole,
+    a 20,000-message transcript was ~30 MB more at the peak of `session/load`, and most of
+    it stayed with the process. A turn is replayed once the next one starts (its results
+    follow its calls); the heap's free pages go back to the system at the end."""
+    seq, turn = 0, list[Message]()
+    while page := await anyio.to_thread.run_sync(store.messages_after, session_id, seq, PAGE_ROWS):
+        seq = page[-1][0]
+        for _, message in page:
+            if message.get("role") == "assistant" and turn:
+                for update in replay_updates(turn, tools, compaction_updates=compaction_updates):
+                    await send(update)
+                turn = []
+            turn.append(message)
+    for update in replay_updates(turn, tools, compaction_updates=compaction_updates):
+        await send(update)
+    del turn, page
+    _trim_heap()
+
+
+def _trim_heap() -> None:
+    """glibc keeps freed memory for the process; malloc_trim hands what it can back."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError) as exc:  # not glibc: the memory stays reusable here
+        log.debug("malloc_trim unavailable: %s", exc)
 
 
 def replay_updates(

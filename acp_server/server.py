@@ -166,14 +166,13 @@ class AcpServer:
         return Reply({"sessionId": session.id, **self._state(session)}, then=lifecycle.announce(self, session))
 
     async def load_session(self, params: dict[str, Any]) -> Reply:
-        from talaria.acp_server.history import replay_updates
+        from talaria.acp_server.history import replay
 
         session = await self._restore(params)
         tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
-        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
-        for update in replay_updates(transcript, tools, compaction_updates=self._client_compaction()):
-            await self._notify(session.id, update)
+        await replay(session.store, session.id, tools, lambda u: self._notify(session.id, u),
+                     compaction_updates=self._client_compaction())
         return Reply(self._state(session), then=lifecycle.announce(self, session))
 
     async def resume_session(self, params: dict[str, Any]) -> Reply:

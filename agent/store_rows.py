@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -26,10 +27,11 @@ class UnreadableRow(ValueError):
     """A stored row that is not a message Talaria can use; the text says what is wrong."""
 
 
-def read_row(seq: int | None, text: str) -> dict[str, Any]:
-    """Stored row `seq` as a message in Talaria's shape, or the `unreadable` event row."""
+def read_row(seq: int | None, text: str, *, live: bool = False) -> dict[str, Any]:
+    """Stored row `seq` as a message in Talaria's shape, or the `unreadable` event row;
+    `live`: for a live context (see `live`: no `display`, left out as it is parsed)."""
     try:
-        message = json.loads(text)
+        message = json.loads(text, object_pairs_hook=_live_shared if live else _shared)
     except (json.JSONDecodeError, TypeError) as exc:
         return _refused(seq, UnreadableRow(f"not JSON ({exc})"))
     try:
@@ -41,7 +43,7 @@ def read_row(seq: int | None, text: str) -> dict[str, Any]:
 def read_snapshot(text: str) -> list[dict[str, Any]]:
     """A saved live context (a JSON list); its messages that cannot be read are left out."""
     out = []
-    for message in json.loads(text):
+    for message in json.loads(text, object_pairs_hook=_live_shared):
         try:
             out.append(checked(message))
         except UnreadableRow as exc:
@@ -62,10 +64,30 @@ def checked(message: Any) -> dict[str, Any]:
     if calls:
         if not isinstance(calls, list):
             raise UnreadableRow("its tool_calls is not a list")
-        message["tool_calls"] = [_call(call, n) for n, call in enumerate(calls, 1)]
+        for n, call in enumerate(calls):  # in place: a new list per row is a hole per row
+            calls[n] = _call(call, n + 1)
     if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
         raise UnreadableRow("a tool result without the id of its call (tool_call_id)")
     return message
+
+
+SHARED_CHARS = 24
+"""String values up to this long (roles, statuses, tool names, ids) are shared too."""
+
+
+def _shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: keys and short values interned. Each row is parsed on its own, so
+    each would have its own copy of `"role"`, `"tool_call_id"`, `"completed"`...: a loaded
+    20,000-message session held ~10 MB of them."""
+    intern = sys.intern
+    return {intern(k): intern(v) if type(v) is str and len(v) <= SHARED_CHARS else v
+            for k, v in pairs}
+
+
+def _live_shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if ("role", "tool") in pairs:  # dropped after the parse, it left a hole in the heap
+        pairs = [pair for pair in pairs if pair[0] != "display"]
+    return _shared(pairs)
 
 
 def _call(call: Any, n: int) -> dict[str, Any]:
@@ -92,9 +114,11 @@ def unreadable(seq: int | None, error: str) -> dict[str, Any]:
     return {"role": "event", "type": UNREADABLE, "seq": seq, "error": error}
 
 
-def answered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`messages` without tool results whose call is not before them (its row was unreadable):
-    a provider refuses a context with a result for no call."""
+def live(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored messages as a live context: without tool results whose call is not before them
+    (its row was unreadable: a provider refuses a result for no call). Read with `live=True`,
+    they have no `display` either: only the editor's replay reads it, from the transcript (a
+    loaded 20,000-message session held ~2 MB of it)."""
     calls: set[str] = set()
     out = []
     for message in messages:

@@ -13,6 +13,7 @@ from benchmarks import (
     environments,
     execute_code,
     learning,
+    load_memory,
     lsp,
     prompt,
     recall,
@@ -27,7 +28,8 @@ SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execut
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
-          **prompt.BENCHMARKS}
+          **prompt.BENCHMARKS,
+          **load_memory.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:
