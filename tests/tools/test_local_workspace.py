@@ -319,3 +319,29 @@ async def test_cancellation_kills_children_and_propagates(tmp_path: Path) -> Non
     assert scope.cancelled_caught
     pids = [int(p) for p in pidfile.read_text().split()]
     assert pids and not any(alive(p) for p in pids)
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")
+async def test_a_tree_cut_into_pieces_pages_as_one_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Deep enough to be cut (local_search.cut) into pieces searched by several rg at once:
+    # every page is the one the Python walk gives, in its order.
+    for a in ("a", "b-c", "b", "z"):
+        for b in ("x", "y.d", "_u"):
+            for n in range(3):
+                (tmp_path / a / b).mkdir(parents=True, exist_ok=True)
+                (tmp_path / a / b / f"f{n}.py").write_text(f"hit {a}{b}{n}\nmiss\nhit again\n")
+        (tmp_path / a / "top.py").write_text("hit top\n")
+    (tmp_path / "root.py").write_text("hit root\n")
+    (tmp_path / "b" / ".hidden").mkdir()
+    (tmp_path / "b" / ".hidden" / "h.py").write_text("hit hidden\n")
+    assert len(local_search.cut(str(tmp_path))) > 4
+    ws = LocalWorkspace(tmp_path)
+    queries = [("hit", "content", 7, 0), ("hit", "content", 5, 11), ("hit", "content", 500, 0),
+               ("*.py", "files", 4, 3), ("f1", "files", 500, 0)]
+    with_rg = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
+    monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
+    without = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
+    assert with_rg == without
+    assert with_rg[2].total == 2 * 4 * 3 * 3 + 4 + 1 and with_rg[2].total_exact
