@@ -19,7 +19,7 @@ import anyio
 from talaria.acp_server.editor_processes import EditorBackground, terminal_env
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
 from talaria.tools.local.workspace import LocalWorkspace, StateFile, sandboxed
-from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+from talaria.tools.workspace import CommandResult, SearchPage, WorkspaceError
 
 if TYPE_CHECKING:
     from talaria.tools.processes.base import Background, ProcessLog
@@ -66,7 +66,7 @@ class EditorWorkspace:
             return await self.local.write_text(path, text)
         await self._request("fs/write_text_file", {"path": str(path), "content": text}, FS_TIMEOUT)
 
-    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+    async def search(self, pattern: str, **kwargs: Any) -> SearchPage:
         return await self.local.search(pattern, **kwargs)
 
     async def run(

@@ -1,17 +1,23 @@
 """Replay a stored transcript as ACP `session/update`s (for `session/load`).
 
 Tool calls are replayed once each, with their final status and content; live terminal ids
-are never replayed (the terminal is gone), the command's output is shown as text instead.
+are never replayed (the terminal is gone), the command's output is shown as text instead. A
+stored row that could not be read (`talaria.agent.store_rows`) is a notice in its place.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent.events import Compacted
+from talaria.agent.store_rows import UNREADABLE
 from talaria.agent.transcript import (
     Message,
     call_arguments,
@@ -24,6 +30,52 @@ from talaria.agent.transcript import (
     results_by_call,
 )
 from talaria.tools.registry import ToolSpec
+
+if TYPE_CHECKING:
+    from talaria.agent.store import Store
+
+log = logging.getLogger(__name__)
+
+PAGE_ROWS = 500
+"""Transcript rows read from the store at a time while replaying."""
+
+
+async def replay(store: Store, session_id: str, tools: dict[str, ToolSpec],
+                 send: Callable[[dict[str, Any]], Awaitable[None]], *,
+                 compaction_updates: bool = False) -> None:
+    """Send a stored session's updates, reading its transcript a page at a time: held whole,
+    a 20,000-message transcript was ~30 MB more at the peak of `session/load`, and most of
+    it stayed with the process. A turn is replayed once the next one starts (its results
+    follow its calls); the heap's free pages go back to the system at the end."""
+    seq, turn = 0, list[Message]()
+
+    async def flush(messages: list[Message]) -> None:
+        for update in replay_updates(messages, tools, compaction_updates=compaction_updates):
+            await send(update)
+            # A send that has room returns without yielding: ten 1 MB prompts replayed back to
+            # back held every other request of the editor for their whole encoding (0.24 s).
+            await anyio.lowlevel.checkpoint()
+
+    while page := await anyio.to_thread.run_sync(store.messages_after, session_id, seq, PAGE_ROWS):
+        seq = page[-1][0]
+        for _, message in page:
+            if message.get("role") == "assistant" and turn:
+                await flush(turn)
+                turn = []
+            turn.append(message)
+    await flush(turn)
+    turn, page = [], []  # the last page and turn go before the heap is trimmed
+    await anyio.to_thread.run_sync(_trim_heap)  # it walks the whole heap: not on the loop
+
+
+def _trim_heap() -> None:
+    """glibc keeps freed memory for the process; malloc_trim hands what it can back."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError) as exc:  # not glibc: the memory stays reusable here
+        log.debug("malloc_trim unavailable: %s", exc)
 
 
 def replay_updates(
@@ -40,6 +92,10 @@ def replay_updates(
                 bool(message.get("fallback")), message.get("error"),
             )
             yield compaction(event, client_supports=compaction_updates)
+        elif is_event(message) and message.get("type") == UNREADABLE:  # the rest loads
+            text = (f"\n> Stored message {message.get('seq')} of this session could not be read "
+                    f"and is left out: {message.get('error')}.\n")
+            yield {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
         elif is_user(message) and message.get("process_note"):  # shown live as a notice
             first = str(message.get("content") or "").strip("[]").splitlines()[0:1]
             yield {"sessionUpdate": "agent_message_chunk", "content": text_block(f"\n> {''.join(first)}\n")}

@@ -10,8 +10,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.learning import CommandsUpdates
 from talaria.acp_server.params import cwd_param, mcp_servers_param, param, quoted
@@ -101,14 +99,17 @@ class AcpSessions:
         return Reply({"sessionId": session.id, **self.state(session)}, then=self.announce(session))
 
     async def load(self, params: dict[str, Any]) -> Reply:
-        from talaria.acp_server.history import replay_updates
+        from talaria.acp_server.history import replay
 
         session = await self._restore(params)
         tools = {t.name: t for t in session.current_tools()}
         assert session.store is not None
-        transcript = await anyio.to_thread.run_sync(session.store.messages, session.id)
-        for update in replay_updates(transcript, tools, compaction_updates=self.client.compaction):
+
+        async def notify(update: dict[str, Any]) -> None:
             await self.peer.notify("session/update", {"sessionId": session.id, "update": update})
+
+        await replay(session.store, session.id, tools, notify,
+                     compaction_updates=self.client.compaction)
         return Reply(self.state(session), then=self.announce(session))
 
     async def resume(self, params: dict[str, Any]) -> Reply:

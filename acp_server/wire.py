@@ -56,6 +56,7 @@ import re
 import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +266,10 @@ def first_line(text: str) -> str:
     return lines[0][:MAX_ERROR_DATA_CHARS] if lines else ""
 
 
+@cache
 def _install_prefixes() -> list[str]:
-    # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages.
+    # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages. Asked
+    # for on the first error, not at import: sysconfig's paths cost `initialize` ~15 ms.
     paths = {str(Path(__file__).resolve().parents[1])}
     paths.update(
         sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -275,8 +278,6 @@ def _install_prefixes() -> list[str]:
     return sorted(prefixes, key=len, reverse=True)  # longest first: site-packages before stdlib
 
 
-_INSTALL_PREFIXES = _install_prefixes()
-
 
 def error_reason(exc: BaseException) -> str:
     """`ClassName: first line of the message`, at most 200 chars, install paths stripped.
@@ -284,6 +285,6 @@ def error_reason(exc: BaseException) -> str:
     Goes to the editor's user in a -32603 `data`: the agent's own file layout is not theirs.
     """
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for prefix in _INSTALL_PREFIXES:
+    for prefix in _install_prefixes():
         text = text.replace(prefix, "")
     return first_line(text)

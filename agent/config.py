@@ -9,7 +9,6 @@ came from, which is what `talaria config` prints.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -256,6 +255,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """The tables of a config.toml ({} when it does not exist); ValueError names the file."""
     if not path.is_file():
         return {}
+    import tomllib  # here: most starts have no config.toml, and its parser costs ~20 ms
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

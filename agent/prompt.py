@@ -12,7 +12,7 @@ Project root: {cwd}. OS: {os}.
 
 - Use tools to inspect before you change anything; read a file before patching it.
 - Prefer `patch` for edits and `write_file` for new files; keep the file's style.
-- Run the project's tests or commands to check your work when it makes sense.
+- Check your work with the project's tests or commands when it makes sense.
 - For multi-step work, keep a `todo` list current.
 - Be brief: report what you changed and what remains. Do not paste whole files back.
 """

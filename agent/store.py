@@ -26,12 +26,13 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
+from talaria.agent.store_rows import live, read_row, read_snapshot
 from talaria.agent.transcript import calls_of, context_rows, text_of
 from talaria.tools.redact import WITHHELD, redact_text, scrub
 
@@ -70,6 +71,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
 SCHEMA_VERSION = 2
 """`PRAGMA user_version`: 0 before `messages_fts`, 1 with it, 2 with `messages.withheld`."""
 SEARCH_ROLES = ("user", "assistant", "tool")
+LOAD_PAGE = 500  # rows parsed per query when a transcript or a context is read whole
 MAX_INDEXED_CHARS = 100_000
 """Text indexed per message (a 5 MB tool result is not worth its index pages)."""
 
@@ -229,11 +231,23 @@ class Store:
         """The whole transcript, or with `include_archived=False` the live context."""
         if not include_archived:
             return self.context(session_id)
+        return [message for _, message in self._pages(session_id, 0, marks=True)]
+
+    def messages_after(self, session_id: str, seq: int, limit: int = -1, *,
+                       marks: bool = True) -> list[tuple[int, dict[str, Any]]]:
+        """(seq, message) after `seq`, at most `limit` (-1: all); `marks`: with `withheld`'s
+        mark, else as a live context (`store_rows.read_row(live=True)`)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT message, withheld FROM messages WHERE session_id = ? ORDER BY seq",
-                (session_id,)).fetchall()
-        return [_loaded(text, withheld) for text, withheld in rows]
+                "SELECT seq, message, withheld FROM messages WHERE session_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?", (session_id, seq, limit)).fetchall()
+        return [(n, _loaded(n, text, withheld, live=not marks)) for n, text, withheld in rows]
+
+    def _pages(self, session_id: str, seq: int, *, marks: bool) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Rows after `seq` a page at a time (a whole transcript's text left holes in the heap)."""
+        while page := self.messages_after(session_id, seq, LOAD_PAGE, marks=marks):
+            seq = page[-1][0]
+            yield from page
 
     def context(self, session_id: str) -> list[dict[str, Any]]:
         """The live context: the last snapshot plus the messages appended after it."""
@@ -241,13 +255,9 @@ class Store:
             snap = self._db.execute(
                 "SELECT upto_seq, messages FROM contexts WHERE session_id = ?", (session_id,)
             ).fetchone()
-            upto, base = (snap[0], json.loads(snap[1])) if snap else (0, [])
-            rows = self._db.execute(
-                "SELECT message FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, upto),
-            ).fetchall()
-        later = [json.loads(text) for (text,) in rows]
-        return base + context_rows(later)
+            upto, base = (snap[0], read_snapshot(snap[1])) if snap else (0, [])
+        later = [m for _, m in self._pages(session_id, upto, marks=False)]
+        return live(base + context_rows(later))
 
     def save_context(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""
@@ -347,7 +357,7 @@ class Store:
                 "SELECT seq, message, withheld FROM messages WHERE session_id = ?"
                 " AND seq BETWEEN ? AND ? ORDER BY seq",
                 (session_id, seq - window, seq + window)).fetchall()
-        return [(n, _loaded(text, withheld)) for n, text, withheld in found]
+        return [(n, _loaded(n, text, withheld)) for n, text, withheld in found]
 
     def withheld_texts(self, session_id: str) -> list[str]:
         """The stored contents of the session's withheld results (to find them quoted)."""
@@ -372,10 +382,11 @@ class Hit:
     snippet: str
 
 
-def _loaded(text: str, withheld: str | None) -> dict[str, Any]:
-    """A stored message, with its `withheld` mark (also one the column got later)."""
-    message: dict[str, Any] = json.loads(text)
-    if withheld and not message.get(WITHHELD):
+def _loaded(seq: int, text: str, withheld: str | None, *, live: bool = False) -> dict[str, Any]:
+    """A stored message, with its `withheld` mark (also one the column got later) unless
+    `live`; an `unreadable` event row in its place when it cannot be read (`store_rows`)."""
+    message = read_row(seq, text, live=live)
+    if withheld and not live and message.get("role") != "event" and not message.get(WITHHELD):
         message[WITHHELD] = withheld
     return message
 

@@ -13,8 +13,11 @@ from benchmarks import (
     environments,
     execute_code,
     learning,
+    load_memory,
     lsp,
+    prompt,
     recall,
+    search,
     shell,
     stall,
     subagents,
@@ -24,7 +27,9 @@ from benchmarks import (
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
-          **web_mcp.BENCHMARKS, **shell.BENCHMARKS}
+          **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
+          **prompt.BENCHMARKS,
+          **load_memory.BENCHMARKS}
 
 
 def main(argv: list[str]) -> int:

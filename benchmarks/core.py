@@ -1,8 +1,7 @@
-"""Agent-core benchmarks: fixed prompt overhead and loop overhead per tool call."""
+"""Agent-core benchmarks: loop overhead per tool call (the prompt's size: benchmarks/prompt.py)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
 import time
@@ -12,28 +11,12 @@ from typing import Any
 
 import anyio
 
-from talaria.agent.context import tokens
 from talaria.agent.door import LocalDoor
 from talaria.agent.permissions import Permissions
-from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Finish, ToolCallRequest
 from talaria.agent.session import Session
-from talaria.tools.builtin import DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.registry import ToolSpec
-
-
-def prompt_overhead() -> Iterator[dict[str, Any]]:
-    registry = load_builtin_tools()
-    defs = registry.definitions(list(DEFAULT_TOOLS))
-    prompt = system_prompt(Path("/home/user/project"))
-    # Count the definitions as OpenAI sends them (function wrapper included).
-    wire = [{"type": "function", "function": d} for d in defs]
-    tool_tokens = tokens.count(json.dumps(wire, separators=(",", ":")))
-    prompt_tokens = tokens.count(prompt)
-    yield {"metric": "fixed_prompt_tokens", "system_prompt": prompt_tokens,
-           "tool_definitions": tool_tokens, "total": prompt_tokens + tool_tokens,
-           "target": 2500, "tools": len(defs), "encoding": "cl100k_base"}
 
 
 class InstantModel:
@@ -107,4 +90,4 @@ def _loop_overhead(calls: int, *, persist: bool) -> dict[str, Any]:
            "note": "model call + tool dispatch + transcript append, instant model"}
 
 
-BENCHMARKS = {"prompt_overhead": prompt_overhead, "loop_overhead": loop_overhead}
+BENCHMARKS = {"loop_overhead": loop_overhead}

@@ -78,6 +78,10 @@ def env_command_overhead() -> Iterator[dict[str, Any]]:
                "target_ms": target, "ok": overhead <= target, "runs": RUNS}
 
 
+SECOND_STARTS = 7
+"""Second starts timed (the spread on a shared machine is wide: 0.5 to 3 s)."""
+
+
 async def _first_command(ws: EnvWorkspace, project: Path) -> float:
     started = time.perf_counter()
     await ws.run("true", cwd=project, timeout=60, output_limit=1000)
@@ -107,7 +111,7 @@ def env_container_start() -> Iterator[dict[str, Any]]:
         finally:
             first.close()
         again = []
-        for i in range(3):
+        for i in range(SECOND_STARTS):
             ws = _workspace("docker", tables, project, f"bench-p{i + 2}")
             try:
                 again.append(anyio.run(_first_command, ws, project))

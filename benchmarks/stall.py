@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from benchmarks.acp_client import child_env
 
 PROMPT_BYTES = 1024 * 1024
 RUNS = 5
@@ -88,9 +89,9 @@ def prompt_stall() -> Iterator[dict[str, Any]]:
 
     with tempfile.TemporaryDirectory() as tmp, CannedLLM("Read it.") as llm:
         root = Path(tmp)
-        env = {**os.environ, "TALARIA_HOME": str(root / "home"), "TALARIA_MODEL": "openai:fake",
-               "OPENAI_API_KEY": "x", "OPENAI_BASE_URL": llm.openai_base_url,
-               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        env = child_env(TALARIA_HOME=str(root / "home"), TALARIA_MODEL="openai:fake",
+                        OPENAI_API_KEY="x", OPENAI_BASE_URL=llm.openai_base_url,
+                        PYTHONPATH=str(Path(__file__).resolve().parents[1]))
         agent = _Agent(env, root)
         agent.request("initialize", INIT)
         session = agent.request("session/new", {"cwd": str(root), "mcpServers": []})["result"]["sessionId"]

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.acp import INIT, RawClient
+from benchmarks.acp_client import INIT, RawClient
 
 RUNS = 7
 SLOW_START_S = 3.0

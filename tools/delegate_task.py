@@ -72,9 +72,9 @@ def _title(args: dict[str, Any]) -> str:
 @tool(
     name="delegate_task",
     description=(
-        "Hand self-contained work to subagents. Each starts with an empty context (only its "
-        "goal and context), works with the tools and returns a summary, the files it touched "
-        "and tool counts. `tasks` runs several in parallel."
+        "Hand self-contained work to subagents: each starts with only its goal and context, "
+        "works with the tools and returns a summary, the files it touched and tool counts. "
+        "`tasks` runs several in parallel."
     ),
     parameters={
         "type": "object",

@@ -13,10 +13,10 @@ from talaria.tools.registry import NOTES, tool
 @tool(
     name="memory",
     description=(
-        "Save durable facts across sessions. target=memory: your notes (environment, project "
-        "conventions, lessons learned); target=user: the user's preferences and profile. "
-        "add (content), replace (old_text: a unique part of the entry, content), remove "
-        "(old_text). Keep entries short; both files are capped: when full, consolidate."
+        "Notes kept across sessions. target=memory: yours (environment, conventions, "
+        "lessons); target=user: the user's preferences. add (content), replace (old_text: a "
+        "unique part of an entry, content), remove (old_text). Keep entries short; "
+        "consolidate when full."
     ),
     parameters={"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS)},

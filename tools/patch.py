@@ -189,10 +189,10 @@ async def preview_patch(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path"},
-            "old_string": {"type": "string", "description": "Text to find"},
+            "path": {"type": "string"},
+            "old_string": {"type": "string"},
             "new_string": {"type": "string", "description": "Replacement (may be empty)"},
-            "replace_all": {"type": "boolean", "default": False},
+            "replace_all": {"type": "boolean"},
         },
         "required": ["path", "old_string", "new_string"],
     },

@@ -44,9 +44,9 @@ async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
     found: list[Any] = []
     with anyio.move_on_after(SIMILAR_TIMEOUT_S):  # a hint must not stall on a huge directory
         try:
-            found, _ = await ctx.workspace.search(
+            found = (await ctx.workspace.search(
                 "*", root=path.parent, target="files", limit=SIMILAR_SCAN
-            )
+            )).matches
         except (OSError, WorkspaceError, ValueError):
             return []
     rels = sorted((m.path for m in found), key=lambda r: r.count("/"))
@@ -66,7 +66,7 @@ async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "File path (absolute, relative or ~)"},
-            "offset": {"type": "integer", "description": "First line, 1-based", "default": 1},
+            "offset": {"type": "integer", "description": "First line, 1-based"},
             "limit": {
                 "type": "integer",
                 "description": f"Max lines (max {MAX_LIMIT})",

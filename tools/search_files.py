@@ -17,19 +17,19 @@ MAX_TEXT_CHARS = 300
 @tool(
     name="search_files",
     description=(
-        "Search file contents by regex (target='content') or find files by name glob "
-        "(target='files'). Skips hidden files, node_modules, binaries and secrets (keys, "
-        ".env, credentials) unless `path` names one. Use instead of grep/find/ls."
+        "Regex over file contents (target='content') or glob over file names "
+        "(target='files'). Skips hidden files, node_modules, binaries and secrets (.env, "
+        "keys) unless `path` names one. Use instead of grep/find/ls."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Regex (content) or glob (files)"},
+            "pattern": {"type": "string"},
             "target": {"type": "string", "enum": ["content", "files"], "default": "content"},
             "path": {"type": "string", "description": "Directory or file", "default": "."},
             "file_glob": {"type": "string", "description": "Only files matching, e.g. '*.py'"},
             "limit": {"type": "integer", "default": DEFAULT_LIMIT},
-            "offset": {"type": "integer", "default": 0},
+            "offset": {"type": "integer"},
         },
         "required": ["pattern"],
     },
@@ -49,7 +49,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         limit = min(max(1, int(args.get("limit") or DEFAULT_LIMIT)), MAX_LIMIT)
         offset = max(0, int(args.get("offset") or 0))
         root = resolve(raw, ctx.cwd)
-        found, total = await ctx.workspace.search(
+        page = await ctx.workspace.search(
             pattern,
             root=root,
             target=target,
@@ -63,7 +63,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": str(exc)}
     matches: list[Any] = []
     concealed = 0
-    for m in found:
+    for m in page.matches:
         if ctx.conceal is not None and ctx.conceal(root / m.path):
             concealed += 1
             continue
@@ -75,13 +75,11 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
             if len(text) > MAX_TEXT_CHARS:
                 text = text[:MAX_TEXT_CHARS] + "..."
             matches.append({"path": shown, "line": m.line, "text": text})
-    more = offset + len(found) < total
-    out = {
-        "matches": matches,
-        "total": total,
-        "truncated": more,
-        "next_offset": offset + len(found) if more else None,
-    }
+    more = offset + len(page.matches) < page.total
+    out: dict[str, Any] = {"matches": matches, "total": page.total}
+    if not page.total_exact:  # the search stopped past this page: there are at least this many
+        out["total_is_lower_bound"] = True
+    out |= {"truncated": more, "next_offset": offset + len(page.matches) if more else None}
     if concealed:
         out["sensitive_skipped"] = concealed
         out["note"] = (f"{concealed} result(s) in sensitive files (keys, .env, credentials) were "

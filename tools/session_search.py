@@ -19,10 +19,9 @@ from talaria.tools.registry import tool
 @tool(
     name="session_search",
     description=(
-        "Search past sessions of this project (no model call). query (all words match; "
-        "\"phrase\", OR, NOT, prefix*), limit, sort newest|oldest -> sessions with a snippet and "
-        "the messages around the match; session_id + around_message_id (+ window) scrolls from "
-        "there; scope=\"all\": every project."
+        "Search this project's past sessions: query (all words; \"phrase\", "
+        "OR, NOT, prefix*) -> sessions with a snippet and the messages around it; session_id + "
+        "around_message_id (+ window) scrolls there; scope=\"all\": every project."
     ),
     parameters={
         "type": "object",

@@ -42,8 +42,8 @@ def plan_entries(todos: list[dict[str, str]]) -> list[dict[str, str]]:
 @tool(
     name="todo",
     description=(
-        "Track a task list for multi-step work. Without todos: returns the list. merge=false "
-        "replaces the list; merge=true updates items by id and appends new ones."
+        "A task list for multi-step work. Without todos: returns the list. merge=false "
+        "replaces it; merge=true updates items by id, appends new ones."
     ),
     parameters={
         "type": "object",
@@ -60,7 +60,7 @@ def plan_entries(todos: list[dict[str, str]]) -> list[dict[str, str]]:
                     "required": ["id"],
                 },
             },
-            "merge": {"type": "boolean", "default": False},
+            "merge": {"type": "boolean"},
         },
     },
     kind="think",

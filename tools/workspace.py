@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from talaria.tools.errors import WorkspaceError
 
-__all__ = ["CommandResult", "SearchMatch", "Workspace", "WorkspaceError"]
+__all__ = ["CommandResult", "SearchMatch", "SearchPage", "Workspace", "WorkspaceError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,33 @@ class SearchMatch:
     text: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """One page of a search's matches, in path order (then line number)."""
+
+    matches: list[SearchMatch]
+    total: int
+    """How many matches there are; a lower bound when `total_exact` is False."""
+    total_exact: bool = True
+
+    @classmethod
+    def of(cls, found: list[SearchMatch], *, offset: int, limit: int) -> SearchPage:
+        """The page from the first matches a search found when it stopped at `search_cap(offset,
+        limit)`: having that many, it knows there are more, and its count is a lower bound
+        (counting the rest would read the whole tree, whatever the page)."""
+        exact = len(found) < search_cap(offset, limit)
+        return cls(found[offset:offset + limit], len(found), exact)
+
+
+MAX_SEARCH_MATCHES = 10_000
+"""The most matches a search collects, however far `offset` goes."""
+
+
+def search_cap(offset: int, limit: int) -> int:
+    """How many matches a search collects for a page: one past its end (is there more?)."""
+    return min(offset + limit + 1, MAX_SEARCH_MATCHES)
+
+
 class Workspace(Protocol):
     cwd: Path
     roots: tuple[Path, ...]
@@ -68,9 +95,9 @@ class Workspace(Protocol):
         file_glob: str | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> tuple[list[SearchMatch], int]:
-        """Regex over contents (`content`) or glob over names (`files`).
-        Returns (page of matches, total match count)."""
+    ) -> SearchPage:
+        """Regex over contents (`content`) or glob over names (`files`): the page at
+        `offset`, in path order; the search stops once it has `search_cap` matches."""
         ...
 
     async def run(

@@ -66,7 +66,7 @@ async def preview_write(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path"},
+            "path": {"type": "string"},
             "content": {"type": "string", "description": "Complete new content"},
         },
         "required": ["path", "content"],

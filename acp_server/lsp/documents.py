@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from talaria.acp_server.lsp.edits import text_edits
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+from talaria.tools.workspace import CommandResult, SearchPage, WorkspaceError
 
 if TYPE_CHECKING:
     from talaria.tools.sandbox.tiers import SandboxSpec
@@ -173,7 +173,7 @@ class DocumentWorkspace:
         except ValueError:
             return str(path)
 
-    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+    async def search(self, pattern: str, **kwargs: Any) -> SearchPage:
         return await self.local.search(pattern, **kwargs)
 
     async def start(self, command: str, **kwargs: Any) -> Any:

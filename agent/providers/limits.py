@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 MIN_WINDOW = 128
@@ -23,12 +24,13 @@ MAX_WINDOW = 100_000_000
 _N = r"(\d{1,3}(?:[,_]\d{3})+|\d+)"
 
 
-def _p(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern.replace("N", _N), re.I | re.S)
+def _p(pattern: str) -> str:
+    return pattern.replace("N", _N)
 
 
 # (pattern, the group that is the limit, the group that is the prompt or 0), first match wins.
-PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
+# Compiled on the first overflow (`_patterns`): 20 regexes at import cost a session ~40 ms.
+PATTERNS: tuple[tuple[str, int, int], ...] = (
     # Anthropic
     (_p(r"prompt is too long: N tokens > N maximum"), 2, 1),
     (_p(r"input length and `?max_tokens`? exceed context limit: N \+ N > N"), 3, 1),
@@ -62,6 +64,11 @@ PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
 )
 
 
+@cache
+def _patterns() -> tuple[tuple[re.Pattern[str], int, int], ...]:
+    return tuple((re.compile(p, re.I | re.S), limit, prompt) for p, limit, prompt in PATTERNS)
+
+
 @dataclass(frozen=True, slots=True)
 class Overflow:
     limit: int | None = None
@@ -76,7 +83,7 @@ def _int(text: str) -> int:
 
 def overflow_numbers(message: str, body: Mapping[str, Any] | None = None) -> Overflow:
     """The limit and the prompt size an overflow error states; None for what it does not."""
-    for pattern, limit_group, prompt_group in PATTERNS:
+    for pattern, limit_group, prompt_group in _patterns():
         if found := pattern.search(message or ""):
             limit = _int(found.group(limit_group))
             prompt = _int(found.group(prompt_group)) if prompt_group else None

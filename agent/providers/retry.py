@@ -7,7 +7,6 @@ subclass; both SDK adapters use it, so the same failure reads the same whichever
 
 from __future__ import annotations
 
-import email.utils
 import random
 import re
 import time
@@ -85,6 +84,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # a date here is rare; the email package costs every session ~15 ms
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -25,11 +25,16 @@ MIN_DESCRIPTION = 24
 
 GUIDANCE = """\
 # Skills
-Skills are saved procedures. When one below fits the task, load it with skill_view(name) \
-before you start, and follow it. After a hard-won success (several steps, a fix found by \
-trial and error, a correction from the user), save the procedure with skill_manage: patch the \
-skill you used (skill_view it first) or create one focused skill with checked steps. Never \
-save secrets."""
+Skills are saved procedures: when one below fits the task, skill_view(name) it first and \
+follow it. After a hard-won success (many steps, trial and error, a user's correction), save \
+it with skill_manage: patch the skill you used (view it first) or create one focused skill \
+with checked steps. Never save secrets."""
+FIRST_SKILL = """\
+# Skills
+After a hard-won success (many steps, trial and error, a user's correction), save the \
+procedure as a skill with skill_manage: one focused skill with checked steps. Never save \
+secrets."""
+"""With no skill installed yet: nothing to load, only when to save one."""
 
 
 def budget_chars(context_window: int) -> int:
@@ -39,7 +44,7 @@ def budget_chars(context_window: int) -> int:
 def skills_section(skills: list[Skill], context_window: int) -> str:
     """The guidance, then the list of installed skills fitted into the budget."""
     if not skills:
-        return GUIDANCE
+        return FIRST_SKILL
     return f"{GUIDANCE}\nInstalled skills:\n{fit(skills, budget_chars(context_window))}"
 
 

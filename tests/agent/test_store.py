@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -58,3 +59,29 @@ def test_paging_never_skips_sessions_updated_together(tmp_path: Path) -> None:
         seen += [r.id for r in page]
         before = (page[-1].updated_at, page[-1].id)
     assert seen == ["s4", "s3", "s2", "s1", "s0"]
+
+
+def test_rows_of_other_writers_read_and_unreadable_ones_stand_alone(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create_session("s1", "/p", model=None, mode=None)
+    wire = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": {"path": "a"}}}
+    store.save_context("s1", [{"role": "assistant", "content": None, "tool_calls": [wire]},
+                              {"role": "tool", "tool_call_id": "c1", "content": "alpha"},
+                              {"role": "tool", "content": "no call id"}])
+    db = sqlite3.connect(tmp_path / "s.db")  # as another writer left them
+    for seq, bad in enumerate(({"role": "assistant", "tool_calls": [{"id": "c2", "function": {}}]},
+                               {"role": "assistant", "tool_calls": "not a list"},
+                               ["not", "a", "message"]), 1):
+        db.execute("INSERT INTO messages (session_id, seq, created_at, message) VALUES ('s1', ?, 0, ?)",
+                   (seq, json.dumps(bad)))
+    db.commit()
+    db.close()
+    store.append("s1", {"role": "tool", "tool_call_id": "c2", "content": "its call was unreadable"})
+    store.append("s1", {"role": "user", "content": "next"})
+    context = store.context("s1")
+    assert context[0]["tool_calls"] == [{"id": "c1", "name": "read_file", "arguments": '{"path": "a"}'}]
+    assert [m.get("content") for m in context[1:]] == ["alpha", "next"]  # no result without its call
+    events = [m for m in store.messages("s1") if m["role"] == "event"]
+    assert [(e["type"], e["seq"]) for e in events] == [("unreadable", 1), ("unreadable", 2), ("unreadable", 3)]
+    assert [e["error"] for e in events] == ["tool call 1 has no name", "its tool_calls is not a list",
+                                            "not a message (a JSON object with a role)"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from talaria.tools import workspace as workspace_seam
 from talaria.tools.local import search as local_search
 from talaria.tools.local import workspace as local
 from talaria.tools.local.workspace import MAX_READ_BYTES, LocalWorkspace
@@ -190,7 +191,8 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     make_tree(tmp_path)
     monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
     ws = LocalWorkspace(tmp_path)
-    found, total = await ws.search("foo", root=tmp_path, limit=1000)
+    page = await ws.search("foo", root=tmp_path, limit=1000)
+    found, total = page.matches, page.total
     paths = [m.path for m in found]
     assert total == len(found)
     assert paths == sorted(paths, key=lambda p: p.split("/"))  # by components: a/x before a-b
@@ -209,11 +211,11 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         assert skipped not in paths
     assert ("crlf.txt", 2, "foo end") in [(m.path, m.line, m.text) for m in found]
     assert ("nonewline.txt", 1, "last foo") in [(m.path, m.line, m.text) for m in found]
-    found, _ = await ws.search("end$", root=tmp_path)
+    found = (await ws.search("end$", root=tmp_path)).matches
     assert [(m.path, m.line) for m in found] == [("crlf.txt", 1), ("crlf.txt", 2)]
-    found, total = await ws.search("*.py", root=tmp_path, target="files")
+    found = (await ws.search("*.py", root=tmp_path, target="files")).matches
     assert [m.path for m in found] == ["a-b.py", "a.py", "src/main.py", "src/util/helpers.py"]
-    found, _ = await ws.search("foo", root=tmp_path / "src" / "main.py")
+    found = (await ws.search("foo", root=tmp_path / "src" / "main.py")).matches
     assert [(m.path, m.line) for m in found] == [(".", 1), (".", 4)]
     with pytest.raises(WorkspaceError, match="invalid regex"):
         await ws.search("(unclosed", root=tmp_path)
@@ -221,13 +223,25 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         await ws.search("x", root=tmp_path / "missing")
 
 
-async def test_search_caps_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local_search, "MAX_MATCHES", 5)
+async def test_search_stops_past_the_page_and_says_its_total_is_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "many.txt").write_text("hit\n" * 20)
     for rg in (shutil.which("rg"), None):
         monkeypatch.setattr(local_search, "ripgrep_path", lambda rg=rg: rg)
-        found, total = await LocalWorkspace(tmp_path).search("hit", root=tmp_path, limit=2)
-        assert (len(found), total) == (2, 5)
+        ws = LocalWorkspace(tmp_path)
+
+        async def page(ws: LocalWorkspace = ws, **kw: int) -> tuple[list[int | None], int, bool]:
+            found = await ws.search("hit", root=tmp_path, **kw)
+            return [m.line for m in found.matches], found.total, found.total_exact
+
+        assert await page(limit=2) == ([1, 2], 3, False)  # stopped at one past the page
+        assert await page(limit=5, offset=14) == ([15, 16, 17, 18, 19], 20, False)
+        assert await page(limit=5, offset=15) == ([16, 17, 18, 19, 20], 20, True)  # ran out
+        assert await page(limit=50) == (list(range(1, 21)), 20, True)
+        monkeypatch.setattr(workspace_seam, "MAX_SEARCH_MATCHES", 5)
+        assert await page(limit=2, offset=10) == ([], 5, False)  # a far offset collects 5
+        monkeypatch.undo()
 
 
 # --- run ---------------------------------------------------------------------------------
@@ -305,3 +319,29 @@ async def test_cancellation_kills_children_and_propagates(tmp_path: Path) -> Non
     assert scope.cancelled_caught
     pids = [int(p) for p in pidfile.read_text().split()]
     assert pids and not any(alive(p) for p in pids)
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")
+async def test_a_tree_cut_into_pieces_pages_as_one_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Deep enough to be cut (local_search.cut) into pieces searched by several rg at once:
+    # every page is the one the Python walk gives, in its order.
+    for a in ("a", "b-c", "b", "z"):
+        for b in ("x", "y.d", "_u"):
+            for n in range(3):
+                (tmp_path / a / b).mkdir(parents=True, exist_ok=True)
+                (tmp_path / a / b / f"f{n}.py").write_text(f"hit {a}{b}{n}\nmiss\nhit again\n")
+        (tmp_path / a / "top.py").write_text("hit top\n")
+    (tmp_path / "root.py").write_text("hit root\n")
+    (tmp_path / "b" / ".hidden").mkdir()
+    (tmp_path / "b" / ".hidden" / "h.py").write_text("hit hidden\n")
+    assert len(local_search.cut(str(tmp_path))) > 4
+    ws = LocalWorkspace(tmp_path)
+    queries = [("hit", "content", 7, 0), ("hit", "content", 5, 11), ("hit", "content", 500, 0),
+               ("*.py", "files", 4, 3), ("f1", "files", 500, 0)]
+    with_rg = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
+    monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
+    without = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
+    assert with_rg == without
+    assert with_rg[2].total == 2 * 4 * 3 * 3 + 4 + 1 and with_rg[2].total_exact

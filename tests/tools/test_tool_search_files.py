@@ -64,6 +64,10 @@ async def test_content_matches_and_paging(tmp_path: Path, backend: str) -> None:
     page = await call(tmp_path, pattern="TODO", limit=2, offset=1)
     assert [m["path"] for m in page["matches"]] == ["long.txt", "src/app.py"]
     assert (page["total"], page["truncated"], page["next_offset"]) == (4, True, 3)
+    assert page["total_is_lower_bound"] is True  # it stopped one past the page: "at least 4"
+    first = await call(tmp_path, pattern="TODO", limit=1)
+    assert (first["total"], first["total_is_lower_bound"], first["next_offset"]) == (2, True, 1)
+    assert "total_is_lower_bound" not in r  # a search that ran out counted every match
 
 
 async def test_scoped_path_and_glob_give_cwd_relative_paths(tmp_path: Path, backend: str) -> None:

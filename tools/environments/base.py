@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools.environments.spec import EnvSpec
-from talaria.tools.workspace import CommandResult, SearchMatch, Workspace, WorkspaceError
+from talaria.tools.workspace import CommandResult, SearchPage, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from talaria.tools.processes.base import Background
@@ -150,7 +150,7 @@ class EnvWorkspace:
     async def write_text(self, path: Path, text: str) -> None:
         await (await self.active()).write_text(path, text)
 
-    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+    async def search(self, pattern: str, **kwargs: Any) -> SearchPage:
         return await (await self.active()).search(pattern, **kwargs)
 
     async def run(

@@ -28,10 +28,10 @@ from talaria.tools.environments.vendors import ADAPTERS, WORKDIRS, check_credent
 from talaria.tools.errors import EnvError, WorkspaceError
 from talaria.tools.local.files import BINARY_SNIFF_BYTES, MAX_READ_BYTES
 from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
-from talaria.tools.local.walk import MAX_MATCHES, expand_braces
+from talaria.tools.local.walk import expand_braces
 from talaria.tools.local.workspace import _HeadTail
 from talaria.tools.shell import inband, map_state, split_inband
-from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
+from talaria.tools.workspace import CommandResult, SearchMatch, SearchPage, Workspace, search_cap
 
 if TYPE_CHECKING:
     from talaria.tools.processes.base import Background, ProcessLog
@@ -125,10 +125,10 @@ class CloudWorkspace:
 
     async def search(self, pattern: str, *, root: Path, target: str = "content",
                      file_glob: str | None = None, limit: int = 50,
-                     offset: int = 0) -> tuple[list[SearchMatch], int]:
+                     offset: int = 0) -> SearchPage:
         args: dict[str, Any] = {"root": self.paths.out(root), "target": target, "pattern": pattern,
                                 "globs": expand_braces(file_glob) if file_glob else None,
-                                "timeout": SEARCH_TIMEOUT_S, "max": MAX_MATCHES,
+                                "timeout": SEARCH_TIMEOUT_S, "max": search_cap(offset, limit),
                                 "names": expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")}
         walk = f"/tmp/.talaria-walk-{secrets.token_hex(4)}.py"
         await self._call(self.adapter.write, walk, WALK.read_bytes())
@@ -138,7 +138,7 @@ class CloudWorkspace:
         if code != 0:
             raise WorkspaceError(f"search failed in {self.where}: {out.decode(errors='replace')[-300:]}")
         found = [SearchMatch(*m) for m in json.loads(out)]
-        return found[offset:offset + limit], len(found)
+        return SearchPage.of(found, offset=offset, limit=limit)
 
     async def run(self, command: str, *, cwd: Path, timeout: float, output_limit: int,
                   on_terminal: Any = None, sandbox: Any = None, shell: str | None = None) -> CommandResult:

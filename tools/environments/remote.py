@@ -25,9 +25,9 @@ from talaria.tools.environments.mux import Mux
 from talaria.tools.environments.mux import status_of as _status
 from talaria.tools.errors import EnvError, WorkspaceError
 from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
-from talaria.tools.local.walk import MAX_MATCHES, expand_braces
+from talaria.tools.local.walk import expand_braces
 from talaria.tools.local.workspace import TERM_GRACE_S, _HeadTail
-from talaria.tools.workspace import CommandResult, SearchMatch, Workspace
+from talaria.tools.workspace import CommandResult, SearchMatch, SearchPage, Workspace, search_cap
 
 if TYPE_CHECKING:
     from talaria.tools.processes.base import Background, ProcessLog
@@ -186,12 +186,12 @@ class RemoteWorkspace(HelperCommands):
     async def search(
         self, pattern: str, *, root: Path, target: str = "content", file_glob: str | None = None,
         limit: int = 50, offset: int = 0,
-    ) -> tuple[list[SearchMatch], int]:
+    ) -> SearchPage:
         if target not in ("content", "files"):
             raise ValueError(f"target must be 'content' or 'files', not {target!r}")
         args: dict[str, Any] = {"root": self.paths.out(root), "target": target,
                                 "globs": expand_braces(file_glob) if file_glob else None,
-                                "timeout": SEARCH_TIMEOUT_S, "max": MAX_MATCHES}
+                                "timeout": SEARCH_TIMEOUT_S, "max": search_cap(offset, limit)}
         if target == "files":
             args["names"] = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
         else:
@@ -201,8 +201,7 @@ class RemoteWorkspace(HelperCommands):
                 raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
             args["pattern"] = pattern
         found = await self.mux.call("search", within=SEARCH_TIMEOUT_S + 30, **args)
-        matches = [SearchMatch(*m) for m in found]
-        return matches[offset:offset + limit], len(matches)
+        return SearchPage.of([SearchMatch(*m) for m in found], offset=offset, limit=limit)
 
 
 class Commands(Protocol):
@@ -226,7 +225,7 @@ class SplitWorkspace:
     async def write_text(self, path: Path, text: str) -> None:
         await self.files.write_text(path, text)
 
-    async def search(self, pattern: str, **kwargs: Any) -> tuple[list[SearchMatch], int]:
+    async def search(self, pattern: str, **kwargs: Any) -> SearchPage:
         return await self.files.search(pattern, **kwargs)
 
     async def run(self, command: str, **kwargs: Any) -> CommandResult:

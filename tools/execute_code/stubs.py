@@ -2,7 +2,7 @@
 
 `module_source(specs)` is the `hermes_tools` module the kernel builds in memory: one function
 per tool, returning the tool's result dict, plus the helpers `json_parse`, `shell_quote` and
-`retry`. `signatures(specs)` lists the same functions for execute_code's description.
+`retry`. `describe(specs)` names the same functions in execute_code's description.
 """
 
 from __future__ import annotations
@@ -114,21 +114,19 @@ def module_source(specs: list[ToolSpec]) -> str:
 
 
 def describe(specs: list[ToolSpec], limits: dict[str, Any]) -> str:
-    """execute_code's description: when to use it, the functions, the limits."""
-    functions = "\n".join(f"  {signature(s)}" for s in specs)
+    """execute_code's description: when to use it, the functions, the limits. The functions
+    are named, not spelled out: each is a tool the model has with its schema (listing their
+    signatures again cost ~80 tokens on every request)."""
     names = ", ".join(s.name for s in specs)
     return (
         "Run a Python script that calls tools; only what it prints comes back to you. Use it "
-        "instead of one call per turn for 3+ tool calls with logic in between, bulk "
-        "processing and loops (e.g. search, read the hits, patch, run the tests, print a "
-        f"summary).\nIn the script: `from hermes_tools import {names}`; each returns the "
-        "tool's result dict (check r.get('error')):\n"
-        f"{functions}\n"
-        "  helpers: json_parse(text), shell_quote(s), retry(fn, *args, attempts=3)\n"
-        "Variables and imports persist between calls in this session; reset=true starts "
-        "fresh. Sandboxed: no network. Edit files with write_file/patch so the user sees the "
-        "diffs. "
+        "for 3+ tool calls with logic in between, bulk work and loops (e.g. search, read the "
+        f"hits, patch, test, print a summary). `from hermes_tools import {names}`: each takes "
+        "the tool's arguments as keywords and returns its result dict (check "
+        "r.get('error')); helpers: json_parse(text), shell_quote(s), retry(fn, *args, "
+        "attempts=3). Variables persist between calls; reset=true starts fresh. Sandboxed, no "
+        "network. Edit with write_file/patch so the user sees the diffs. "
         f"Limits: {limits['timeout']:g} s, {limits['tool_calls']} tool calls, stdout "
-        f"{limits['stdout'] // 1000} KB inline (head and tail; the full output is saved and its "
-        "path returned: page it with read_file instead of re-running)."
+        f"{limits['stdout'] // 1000} KB inline (head and tail; the full output's path is "
+        "returned: page it with read_file, do not re-run)."
     )

@@ -104,8 +104,7 @@ def _title(args: dict[str, Any]) -> str:
         "type": "object",
         "properties": {
             "code": {"type": "string", "description": "Python script; print() what you need"},
-            "reset": {"type": "boolean", "default": False,
-                      "description": "Start a fresh interpreter first"},
+            "reset": {"type": "boolean"},
         },
         "required": ["code"],
     },

@@ -11,8 +11,16 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   (look-around, backreferences) run in Python.
 - Files: a glob on the file name, or on the relative path when it has a `/`; `{a,b}`
   alternatives; a pattern without glob characters matches names containing it.
-- Order: by path components, then line number. At most MAX_MATCHES results are collected, in
-  that order, so paging through them is stable.
+- Order: by path components, then line number, so paging is stable. A search stops once it
+  has the matches a page asks for and one more (`search_cap`): a common pattern on a big tree
+  costs what its first page costs, and the total is then a lower bound that says so
+  (`SearchPage.total_exact`). Only a search that ends before that counts every match.
+- ripgrep runs with `--sort path`, which makes it single-threaded: the tree is cut into
+  consecutive pieces in that order (`pieces`), searched by up to RG_WORKERS processes at once,
+  their matches taken in order; the first pieces' matches are the page, and the search stops
+  there. A search through the whole tree (a rare pattern) runs on every core. Its binary
+  rule (it stops at a NUL byte, after printing the matches before it) is made the Python
+  backend's by dropping a file's matches when its `end` record names a binary offset.
 """
 
 from __future__ import annotations
@@ -24,16 +32,17 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import anyio
 
 from talaria.tools.local.walk import (
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
-    MAX_MATCHES,
     SKIP_DIRS,
     expand_braces,
     glob_ok,
@@ -43,6 +52,11 @@ from talaria.tools.local.walk import (
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
 SEARCH_TIMEOUT_S = 60.0
+PIECES = 16
+"""A tree is cut into about this many pieces for rg (`cut`)."""
+MAX_SPLIT_DEPTH = 3
+RG_WORKERS = min(4, os.cpu_count() or 2)
+"""rg processes searching pieces at once."""
 _GLOB_CHARS = frozenset("*?[{")
 
 
@@ -52,22 +66,23 @@ def ripgrep_path() -> str | None:
 
 
 async def search(
-    pattern: str, *, root: Path, target: str = "content", file_glob: str | None = None
+    pattern: str, *, root: Path, target: str = "content", file_glob: str | None = None,
+    cap: int = 51,
 ) -> list[SearchMatch]:
-    """All matches under `root` (a directory or one file), sorted, at most MAX_MATCHES."""
+    """The first `cap` matches under `root` (a directory or one file), in order."""
     if target not in ("content", "files"):
         raise ValueError(f"target must be 'content' or 'files', not {target!r}")
     root_s = os.path.normpath(root)
     if not os.path.exists(root_s):
         raise FileNotFoundError(f"No such file or directory: {root}")
-    found = await _search(pattern, root_s, target, file_glob)
+    found = await _search(pattern, root_s, target, file_glob, cap)
     if not os.path.isdir(root_s):  # paths are relative to the root: a file root is "."
         found = [SearchMatch(".", m.line, m.text) for m in found]
     return found
 
 
 async def _search(
-    pattern: str, root_s: str, target: str, file_glob: str | None
+    pattern: str, root_s: str, target: str, file_glob: str | None, cap: int
 ) -> list[SearchMatch]:
     globs = expand_braces(file_glob) if file_glob else None
     rg = ripgrep_path()
@@ -77,20 +92,20 @@ async def _search(
             if target == "files":
                 names = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
                 if rg:
-                    return await _rg_files(rg, root_s, names, globs)
+                    return await _rg_files(rg, root_s, names, globs, cap)
                 return _matches(await anyio.to_thread.run_sync(
-                    py_files, root_s, names, globs, deadline, MAX_MATCHES, abandon_on_cancel=True
+                    py_files, root_s, names, globs, deadline, cap, abandon_on_cancel=True
                 ))
             try:
                 regex = re.compile(pattern)
             except re.error as exc:
                 raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
             if rg:
-                found = await _rg_content(rg, root_s, pattern, globs)
+                found = await _rg_content(rg, root_s, pattern, globs, cap)
                 if found is not None:
                     return found
             return _matches(await anyio.to_thread.run_sync(
-                py_content, root_s, regex, globs, deadline, MAX_MATCHES, abandon_on_cancel=True
+                py_content, root_s, regex, globs, deadline, cap, abandon_on_cancel=True
             ))
     except TimeoutError:
         raise WorkspaceError(
@@ -102,58 +117,52 @@ def _matches(found: list[tuple[str, int | None, str | None]]) -> list[SearchMatc
     return [SearchMatch(*m) for m in found]
 
 
-def _rel(path: str, root: str) -> str:
+def _relative(root: str) -> Callable[[str], str]:
+    """Path as rg prints it (the root joined with the relative path) → relative path."""
     if not os.path.isdir(root):
-        return os.path.basename(root)
-    return os.path.relpath(path, root).replace(os.sep, "/")
+        name = os.path.basename(root)
+        return lambda path: name
+    cut = len(os.path.join(root, ""))
+    return lambda path: path[cut:].replace(os.sep, "/")
 
 
-def _has_nul(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                if b"\0" in chunk:
-                    return True
-    except OSError:
-        return True
-    return False
+def _prune(globs: list[str]) -> list[str]:
+    """rg `-g` arguments for globs on the file name: they only prune what rg prints, so there
+    is less to read (glob_ok still decides: both backends agree on every glob). Globs on the
+    path, or negated ones, mean something else to rg: nothing then."""
+    if not all("/" not in g and not g.startswith("!") for g in globs):
+        return []
+    return [arg for g in globs for arg in ("-g", g)]
 
 
-async def _rg_stream(
-    argv: list[str], take: Callable[[bytes], Awaitable[bool]]
-) -> tuple[int | None, bytes]:
+async def _rg_stream(argv: list[str], take: Callable[[bytes], bool]) -> tuple[int | None, bytes]:
     """Run rg, feeding each stdout line to `take` until it returns False (then rg is killed).
-    Returns (exit code, first 4 KB of stderr)."""
-    err = bytearray()
-    async with await anyio.open_process(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    ) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        stderr = proc.stderr
+    Returns (exit code, first 4 KB of stderr). A worker thread reads the pipe: an asyncio
+    subprocess costs a child-watcher thread and a loop wake-up per chunk, more than a page."""
+    started: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryFile() as err:
+        try:
+            code = await anyio.to_thread.run_sync(_pump, argv, take, err, started,
+                                                  abandon_on_cancel=True)
+        finally:
+            for proc in started:  # cancelled: the thread is abandoned, rg must not run on
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        err.seek(0)
+        return code, err.read(4096)
 
-        async def read_err() -> None:
-            async for chunk in stderr:
-                err.extend(chunk[: max(0, 4096 - len(err))])
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_err)
-            part = bytearray()
-            async for chunk in proc.stdout:
-                *done, rest = chunk.split(b"\n")
-                if done:
-                    done[0] = bytes(part + done[0])
-                    part = bytearray()
-                part += rest
-                wanted = True
-                for line in done:
-                    if not (wanted := await take(line)):
-                        break
-                if not wanted:
-                    with contextlib.suppress(ProcessLookupError):  # rg may be done already
-                        proc.kill()
-                    break
-        await proc.wait()
-    return proc.returncode, bytes(err)
+def _pump(argv: list[str], take: Callable[[bytes], bool], err: IO[bytes],
+          started: list[subprocess.Popen[bytes]]) -> int | None:
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=err) as proc:
+        started.append(proc)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not take(line.removesuffix(b"\n")):
+                proc.kill()
+                break
+    return proc.returncode
 
 
 def _rg_base(rg: str) -> list[str]:
@@ -164,18 +173,19 @@ def _rg_base(rg: str) -> list[str]:
 
 
 async def _rg_files(
-    rg: str, root: str, names: list[str], globs: list[str] | None
+    rg: str, root: str, names: list[str], globs: list[str] | None, cap: int
 ) -> list[SearchMatch]:
-    out: list[SearchMatch] = []
+    rel = _relative(root)
 
-    async def take(raw: bytes) -> bool:
-        rel = _rel(os.fsdecode(raw), root)
-        if glob_ok(rel, names) and (globs is None or glob_ok(rel, globs)):
-            out.append(SearchMatch(rel))
-        return len(out) < MAX_MATCHES
+    def taker(out: list[SearchMatch]) -> Callable[[bytes], bool]:
+        def take(raw: bytes) -> bool:
+            path = rel(os.fsdecode(raw))
+            if glob_ok(path, names) and (globs is None or glob_ok(path, globs)):
+                out.append(SearchMatch(path))
+            return len(out) < cap
+        return take
 
-    await _rg_stream([*_rg_base(rg), "--files", "--", root], take)
-    return out
+    return await _in_order([*_rg_base(rg), *_prune(names), "--files"], root, taker, cap) or []
 
 
 def _text(field: dict[str, str]) -> str:
@@ -185,33 +195,111 @@ def _text(field: dict[str, str]) -> str:
 
 
 async def _rg_content(
-    rg: str, root: str, pattern: str, globs: list[str] | None
+    rg: str, root: str, pattern: str, globs: list[str] | None, cap: int
 ) -> list[SearchMatch] | None:
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
-    argv = [*_rg_base(rg), "--json", "--crlf", "--max-filesize", str(MAX_FILE_BYTES)]
-    # rg's -g only prunes; glob_ok decides, so both backends agree on globs rg reads otherwise.
-    if globs and all("/" not in g and not g.startswith("!") for g in globs):
-        for g in globs:
-            argv += ["-g", g]
-    out: list[SearchMatch] = []
-    binary: dict[str, bool] = {}
+    argv = [*_rg_base(rg), "--json", "--crlf", "--no-mmap", "--max-filesize", str(MAX_FILE_BYTES)]
+    if globs:
+        argv += _prune(globs)
+    rel = _relative(root)
 
-    async def take(raw: bytes) -> bool:
-        if not raw.startswith(b'{"type":"match"'):
-            return True
-        data = json.loads(raw)["data"]
-        path = _text(data["path"])
-        rel = _rel(path, root)
-        if globs is not None and not glob_ok(rel, globs):
-            return True
-        if path not in binary:  # rg stops at a NUL byte but may report the lines before it
-            binary[path] = await anyio.to_thread.run_sync(_has_nul, path)
-        if not binary[path]:
-            text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
-            out.append(SearchMatch(rel, data["line_number"], text[:MAX_LINE_CHARS]))
-        return len(out) < MAX_MATCHES
+    def taker(out: list[SearchMatch]) -> Callable[[bytes], bool]:
+        pending: list[SearchMatch] = []
+        """The current file's matches: kept once its `end` record says it is not binary."""
+        wanted = [True]
 
-    code, err = await _rg_stream([*argv, "-e", pattern, "--", root], take)
-    if code == 2 and not out and b"regex" in err:
-        return None
+        def take(raw: bytes) -> bool:
+            if raw.startswith(b'{"type":"match"'):
+                if wanted[0] and len(out) + len(pending) < cap:  # past cap only the end matters
+                    data = json.loads(raw)["data"]
+                    text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
+                    path = rel(_text(data["path"]))
+                    pending.append(SearchMatch(path, data["line_number"], text[:MAX_LINE_CHARS]))
+            elif raw.startswith(b'{"type":"begin"'):
+                path = _text(json.loads(raw)["data"]["path"])
+                wanted[0] = globs is None or glob_ok(rel(path), globs)
+            elif raw.startswith(b'{"type":"end"'):
+                if json.loads(raw)["data"].get("binary_offset") is None:
+                    out.extend(pending)
+                pending.clear()
+                return len(out) < cap
+            return True
+        return take
+
+    return await _in_order([*argv, "-e", pattern], root, taker, cap)
+
+
+async def _in_order(
+    argv: list[str], root: str, taker: Callable[[list[SearchMatch]], Callable[[bytes], bool]],
+    cap: int,
+) -> list[SearchMatch] | None:
+    """`argv` run over each piece of `root` (RG_WORKERS at a time), the first `cap` matches in
+    order; None when rg rejects the pattern."""
+    pieces = await anyio.to_thread.run_sync(cut, root)
+    results: list[tuple[list[SearchMatch], int | None, bytes] | None] = [None] * len(pieces)
+    done = [anyio.Event() for _ in pieces]
+    limiter = anyio.CapacityLimiter(RG_WORKERS)
+
+    async def run(i: int) -> None:
+        async with limiter:
+            out: list[SearchMatch] = []
+            code, err = await _rg_stream([*argv, "--", *pieces[i]], taker(out))
+            results[i] = (out, code, err)
+        done[i].set()
+
+    found: list[SearchMatch] = []
+    async with anyio.create_task_group() as tg:
+        for i in range(len(pieces)):
+            tg.start_soon(run, i)  # they queue on the limiter in this order
+        for i in range(len(pieces)):
+            await done[i].wait()
+            out, code, err = results[i] or ([], None, b"")
+            if code == 2 and not out and b"regex" in err:
+                tg.cancel_scope.cancel()
+                return None
+            found += out
+            if len(found) >= cap:
+                tg.cancel_scope.cancel()  # the pieces after the page: their rg is killed
+                break
+    return found[:cap]
+
+
+def cut(root: str) -> list[list[str]]:
+    """The tree under `root` as consecutive pieces in rg's `--sort path` order (by name in
+    each directory), each the paths of one rg: directories are split a level at a time
+    until there are PIECES or they run out, runs of files go together. The walk's rules
+    apply to what is split here (rg searches a path it is given, hidden or not)."""
+    if not os.path.isdir(root):
+        return [[root]]
+    items = [(root, True)]
+    for _ in range(MAX_SPLIT_DEPTH):
+        if len(items) >= PIECES or not any(is_dir for _, is_dir in items):
+            break
+        items = [child for path, is_dir in items
+                 for child in (_children(path) if is_dir else [(path, False)])]
+    pieces: list[list[str]] = []
+    files = False
+    for path, is_dir in items:
+        if is_dir or not files:
+            pieces.append([path])
+        else:
+            pieces[-1].append(path)
+        files = not is_dir
+    return pieces
+
+
+def _children(directory: str) -> list[tuple[str, bool]]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        if e.name.startswith(".") or e.is_symlink():
+            continue
+        if e.is_dir(follow_symlinks=False):
+            if e.name not in SKIP_DIRS:
+                out.append((e.path, True))
+        elif e.is_file(follow_symlinks=False):
+            out.append((e.path, False))
     return out

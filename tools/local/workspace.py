@@ -27,7 +27,7 @@ from talaria.tools.local.files import (  # noqa: F401 -- re-exported: the client
     read_text_sync,
     write_text_sync,
 )
-from talaria.tools.workspace import CommandResult, SearchMatch, WorkspaceError
+from talaria.tools.workspace import CommandResult, SearchPage, WorkspaceError, search_cap
 
 if TYPE_CHECKING:
     from talaria.tools.processes.base import Background, ProcessLog
@@ -63,9 +63,10 @@ class LocalWorkspace:
         file_glob: str | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> tuple[list[SearchMatch], int]:
-        found = await local_search.search(pattern, root=root, target=target, file_glob=file_glob)
-        return found[offset : offset + limit], len(found)
+    ) -> SearchPage:
+        found = await local_search.search(pattern, root=root, target=target, file_glob=file_glob,
+                                          cap=search_cap(offset, limit))
+        return SearchPage.of(found, offset=offset, limit=limit)
 
     async def run(
         self,

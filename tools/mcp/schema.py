@@ -18,7 +18,6 @@ megabytes, or not a schema at all. Both providers reject a whole request for one
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -55,6 +54,8 @@ def tool_name(server: str, tool: str) -> str:
     """`mcp__SERVER__TOOL`, at most MAX_NAME characters (a hash keeps long ones distinct)."""
     name = f"mcp__{safe_name(server, 'server')}__{safe_name(tool, 'tool')}"
     if len(name) > MAX_NAME:
+        import hashlib  # only for a name too long; not on `initialize`'s path
+
         digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
         name = f"{name[:MAX_NAME - 9]}_{digest}"
     return name

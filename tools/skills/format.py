@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from talaria.tools.keys import closest, unknown_key
 
@@ -33,8 +32,20 @@ NEAR_MISS = 0.8
 """A key this close to a known one (`allowed_tools`, `licence`, `descripton`) is a typo and an
 error; other keys (other tools' own, such as `version`) are kept as they are."""
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""PyYAML's safe loader, in C when libyaml is there (a 100-skill scan: 5x faster)."""
+
+
+@cache
+def _yaml() -> Any:
+    """PyYAML, imported on the first SKILL.md (~20 ms a session with no skill does not pay)."""
+    import yaml
+
+    return yaml
+
+
+def _load(text: str) -> Any:
+    """Safe YAML, in C when libyaml is there (a 100-skill scan: 5x faster)."""
+    yaml = _yaml()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -90,8 +101,8 @@ def parse(text: str, folder: str | None = None) -> tuple[dict[str, Any], str]:
             "SKILL.md must start with YAML frontmatter: a '---' line, 'name: ...', "
             "'description: ...', and a closing '---' line")
     try:
-        meta = yaml.load(match.group(1), Loader=_LOADER)
-    except yaml.YAMLError as exc:
+        meta = _load(match.group(1))
+    except _yaml().YAMLError as exc:
         meta = _lenient(match.group(1))
         if meta is None:
             raise SkillFormatError(f"the frontmatter is not valid YAML: {_one_line(exc)}") from None
@@ -137,8 +148,8 @@ def _lenient(head: str) -> Any:
             line = f"{key}: " + json.dumps(value.strip())
         lines.append(line)
     try:
-        return yaml.load("\n".join(lines), Loader=_LOADER)
-    except yaml.YAMLError:
+        return _load("\n".join(lines))
+    except _yaml().YAMLError:
         return None
 
 
@@ -146,7 +157,7 @@ def render(meta: dict[str, Any], body: str) -> str:
     """SKILL.md text: frontmatter (known keys first, in spec order), then the body."""
     ordered = {k: meta[k] for k in KNOWN_KEYS if k in meta}
     ordered |= {k: v for k, v in meta.items() if k not in ordered}
-    head = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
+    head = _yaml().safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
     return f"---\n{head}---\n\n{body.strip()}\n"
 
 

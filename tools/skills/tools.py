@@ -30,7 +30,7 @@ def _state(ctx: ToolContext) -> SkillsState | None:
     description="List the installed skills (name, description, category). Use skill_view(name) "
                 "to load one before following it.",
     parameters={"type": "object", "properties": {
-        "category": {"type": "string", "description": "Only skills in this category."}}},
+        "category": {"type": "string"}}},
     kind="read",
     parallel_safe=True,
     title=lambda a: "List skills" + (f" in {a['category']}" if a.get("category") else ""),
@@ -55,7 +55,7 @@ async def skills_list(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
                 "file_path, one supporting file (e.g. references/api.md).",
     parameters={"type": "object", "properties": {
         "name": {"type": "string"},
-        "file_path": {"type": "string", "description": "A file inside the skill folder."},
+        "file_path": {"type": "string"},
     }, "required": ["name"]},
     kind="read",
     parallel_safe=True,
@@ -107,12 +107,10 @@ def files(folder: Any) -> list[str]:
 @tool(
     name="skill_manage",
     description=(
-        "Save procedural memory as a skill (Agent Skills format). After a hard-won success, a "
-        "user correction, or a multi-step workflow worth repeating: create a focused skill, or "
-        "patch the existing one (skill_view it first). create: content = the whole SKILL.md "
-        "(--- name, description ---, body). patch: old_string/new_string (replace_all). edit: "
-        "the whole SKILL.md. write_file/remove_file: file_path under references/, templates/, "
-        "scripts/ or assets/. delete: archives it (absorbed_into: the skill it was merged into)."
+        "A skill (Agent Skills format) to create or change. create, edit: content = the whole "
+        "SKILL.md (--- name, description ---, body); patch: old_string, new_string; "
+        "write_file, remove_file: file_path in references/, templates/, scripts/ or assets/; "
+        "delete: archive it (absorbed_into: what took it over)."
     ),
     parameters={"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS)},
@@ -120,7 +118,7 @@ def files(folder: Any) -> list[str]:
         "content": {"type": "string"},
         "old_string": {"type": "string"},
         "new_string": {"type": "string"},
-        "replace_all": {"type": "boolean", "default": False},
+        "replace_all": {"type": "boolean"},
         "category": {"type": "string"},
         "file_path": {"type": "string"},
         "file_content": {"type": "string"},

@@ -1,0 +1,38 @@
+"""The sandbox tier `initialize` reports: detected with the real bwrap in a thread, and kept
+in $TALARIA_HOME/run/sandbox.json with the facts it depends on, so a later start answers with
+it at once while those facts hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from talaria.acp_server.sandbox_probe import SandboxProbe, facts
+
+
+def detected(path: Path) -> tuple[SandboxProbe, str]:
+    probe = SandboxProbe(path)
+    assert probe._done.wait(30)
+    return probe, anyio.run(probe.tier)
+
+
+def test_the_tier_is_kept_with_its_facts_and_used_while_they_hold(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "sandbox.json"
+    first, tier = detected(path)  # nothing kept: initialize waits for the real detection
+    assert first._known is None and tier in ("bubblewrap", "landlock", "rlimits")
+    assert json.loads(path.read_text()) == {"tier": tier, "facts": facts()}
+    second, again = detected(path)
+    assert second._known == tier == again  # what initialize answers before detection ends
+
+    other = "rlimits" if tier != "rlimits" else "landlock"
+    path.write_text(json.dumps({"tier": other, "facts": facts()}))
+    stale, real = detected(path)  # a finding that no longer holds is rewritten
+    assert stale._known == other and real == tier
+    assert json.loads(path.read_text())["tier"] == tier
+
+    path.write_text(json.dumps({"tier": other, "facts": ["another kernel"]}))
+    assert SandboxProbe(path)._known is None  # the facts changed: detect before answering
+    path.write_text("not json")
+    assert SandboxProbe(path)._known is None
