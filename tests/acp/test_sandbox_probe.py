@@ -33,6 +33,8 @@ def test_the_tier_is_kept_with_its_facts_and_used_while_they_hold(tmp_path: Path
     assert json.loads(path.read_text())["tier"] == tier
 
     path.write_text(json.dumps({"tier": other, "facts": ["another kernel"]}))
-    assert SandboxProbe(path)._known is None  # the facts changed: detect before answering
+    changed = SandboxProbe(path)
+    assert changed._known is None  # the facts changed: detect before answering
+    assert changed._done.wait(30)  # (its detection rewrites the file: not over the next write)
     path.write_text("not json")
     assert SandboxProbe(path)._known is None

