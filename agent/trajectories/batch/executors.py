@@ -48,7 +48,9 @@ class Executor(Protocol):
 
 
 def _deadline(job: dict[str, Any]) -> float:
-    return float(job.get("timeout") or DEFAULT_TIMEOUT_S) + DEADLINE_GRACE_S
+    """The agent's time, then its check's, then the grace."""
+    return (float(job.get("timeout") or DEFAULT_TIMEOUT_S) + float(job.get("check_timeout") or 0)
+            + DEADLINE_GRACE_S)
 
 
 def _lost(job: dict[str, Any], reason: str, error: str, started: float) -> dict[str, Any]:
@@ -60,7 +62,17 @@ def _lost(job: dict[str, Any], reason: str, error: str, started: float) -> dict[
         shutil.rmtree(job["task_dir"], ignore_errors=True)
     return make_record(job["task"], status="failed", reason=reason, error=error,
                        messages=messages, model=job["task"].get("model") or job.get("model"),
-                       duration_s=time.monotonic() - started)
+                       duration_s=time.monotonic() - started, job=job, prices=_prices())
+
+
+def _prices() -> dict[str, Any]:
+    """The configured prices, for the cost of a lost task's partial transcript."""
+    from talaria.agent.config import load_config
+
+    try:
+        return load_config().prices
+    except ValueError:
+        return {}
 
 
 class _Worker:
