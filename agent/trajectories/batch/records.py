@@ -10,7 +10,8 @@ A task's record (built here from its transcript) is
      "attempt" (1-based), "agent": "talaria" | "oracle" | "nop", "tags", "toolsets",
      "cost_usd": float | None (no price known for a model it used; see agent/pricing.py),
      "reward": float | None, "resolved": bool | None (None: the task has no check),
-     "verifier": the check's verdict (verifier.py) without reward and resolved, or None}
+     "verifier": the check's verdict (verifier.py) without reward and resolved, or None,
+     "ray_node"?: the Ray node that ran it (the Ray executor)}
 
 and its line is a Hermes-compatible ShareGPT trajectory (`conversations`, `completed`,
 `tool_stats` over every known tool, ...: see agent/export/sharegpt.py), secrets redacted,
