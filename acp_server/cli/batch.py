@@ -66,9 +66,10 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     batch.add_argument("--repos", metavar="DIR",
                        help="clones of the repositories SWE-bench instances name (DIR/owner__name)")
     batch.add_argument("--keep-workspaces", action="store_true",
-                       help="keep each task's directory under RUN/tasks/ after it finishes")
+                       help="keep each task's directory under RUN/tasks/ after it finishes, and "
+                       "the workers' homes with each task's checkpoints (talaria checkpoints)")
     batch.add_argument("--no-checkpoints", action="store_true",
-                       help="take no checkpoints of the task workspaces (talaria checkpoints)")
+                       help="with --keep-workspaces: take no checkpoints of the task workspaces")
     return batch
 
 

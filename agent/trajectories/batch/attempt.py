@@ -94,19 +94,21 @@ async def run_attempt(host: Any, session: Any, job: dict[str, Any], cwd: Path,
         status, reason, error = "failed", "provider_error", exc.message
     except (EnvError, WorkspaceError, StageError) as exc:
         status, reason, error = "failed", "environment_error", str(exc)
-    verdict = await check(place, task) if task.get("check") else None
+    attempt = int(job.get("attempt") or 1)
+    verdict = await check(place, task, attempt) if task.get("check") else None
     return Outcome(status, reason, error, verdict)
 
 
-async def check(place: Place, task: dict[str, Any]) -> dict[str, Any]:
+async def check(place: Place, task: dict[str, Any], attempt: int = 1) -> dict[str, Any]:
     """The task's verdict in `place` (a SWE-bench instance graded by its tests)."""
     source = task.get("source") or {}
-    if source.get("format") == "swebench":
-        from talaria.agent.trajectories.batch.swebench import grader, verifier_files
-
-        return await verify(place, task, files=verifier_files(task), grade=grader(task))
     started = time.monotonic()
     try:
-        return await verify(place, task)
+        if source.get("format") == "swebench":
+            from talaria.agent.trajectories.batch.swebench import grader, verifier_files
+
+            return await verify(place, task, files=verifier_files(task), grade=grader(task),
+                                attempt=attempt)
+        return await verify(place, task, attempt=attempt)
     except Exception as exc:  # a verifier bug must not lose the attempt's record
         return verdict_error(f"{type(exc).__name__}: {exc}", started)

@@ -84,7 +84,10 @@ def job_for(task: Task, attempt: int, environments: Environments, effective: dic
            "environment": effective.get("environment"),
            "task_dir": str((run_dir / "tasks" / task_dir_name(task.id, attempt)).resolve()),
            "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex,
-           "checkpoints": False if options.no_checkpoints else None,
+           # A task's checkpoints live in its worker's home, which goes at the end of the run
+           # unless workspaces are kept: only then are they worth their git commands (about
+           # half of a small task's time outside the model).
+           "checkpoints": None if options.keep_workspaces and not options.no_checkpoints else False,
            "attempt": attempt, "agent": effective["agent"], "max_cost": effective["max_cost"]}
     if task.id in environments.errors:
         job["failed"] = make_record(job["task"], status="failed", reason="environment_error",

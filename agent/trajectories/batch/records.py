@@ -45,10 +45,31 @@ def trajectory_line(record: dict[str, Any]) -> dict[str, Any]:
     traj = build(record["messages"], None, session_id=record["task_id"], model=record.get("model"))
     line = to_sharegpt(traj, _catalog(ToolCatalog), prompt_index=int(record.get("prompt_index") or 0))
     batch = {k: v for k, v in record.items() if k not in ("messages", "tool_stats")}
-    return redact({**line, **batch})
+    turns = line["conversations"]
+    # The system turn is the tool catalog's, the same on every line: redacted once, not per
+    # line (it is most of a short line's text, and redaction was 90% of a line's cost).
+    system = turns[0]["value"] if turns and turns[0].get("from") == "system" else None
+    out = redact({**line, "conversations": turns[1:] if system is not None else turns, **batch})
+    if system is not None:
+        out["conversations"] = [{"from": "system", "value": _redacted_once(system)},
+                                *out["conversations"]]
+    return out
 
 
 _CATALOG: list[Any] = []
+_REDACTED: dict[str, str] = {}
+MAX_REDACTED = 8
+"""System turns kept redacted (one per set of tools a run uses)."""
+
+
+def _redacted_once(text: str) -> str:
+    from talaria.tools.redact import redact_text
+
+    if text not in _REDACTED:
+        if len(_REDACTED) >= MAX_REDACTED:
+            _REDACTED.clear()
+        _REDACTED[text] = redact_text(text)
+    return _REDACTED[text]
 
 
 def _catalog(cls: Any) -> Any:

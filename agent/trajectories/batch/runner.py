@@ -82,7 +82,8 @@ class BatchOptions:
     environment: str | None = None
     """Where tasks without their own run (NAME[:ARG]; default: the configured environment)."""
     no_checkpoints: bool = False
-    """Take no checkpoints of task workspaces (`--no-checkpoints`)."""
+    """Take no checkpoints of task workspaces (`--no-checkpoints`). They are taken only
+    with `keep_workspaces`: otherwise they would go with the worker homes at the end."""
     agent: str | None = None
     """"talaria" (the default), or a control: "oracle" (each task's solution), "nop" (nothing)."""
     attempts: int | None = None

@@ -4,8 +4,8 @@
 
 The task's `tests` directory (if any) is copied in only now (see stage.py: `/tests` in a
 container, the task's staging directory elsewhere), so the agent never saw it. The check runs
-in the workspace with `$TEST_DIR` (the tests) and `$VERIFIER_DIR` (where a reward goes) set,
-and its `env`. Its reward, by Harbor's convention, is the number in
+in the workspace with `$TEST_DIR` (the tests), `$VERIFIER_DIR` (where a reward goes),
+`$TALARIA_TASK_ID` and `$TALARIA_ATTEMPT` (1, 2, ... with `--attempts`) set, and its `env`. Its reward, by Harbor's convention, is the number in
 `$VERIFIER_DIR/reward.txt` (`/logs/verifier/reward.txt` in a container), else the `reward`
 of `reward.json`, else the exit status (0: 1.0, anything else: 0.0). A reward is a float in
 [0, 1]; `resolved` means a reward of 1. A SWE-bench task is graded by its tests instead
@@ -49,7 +49,7 @@ def verdict_error(error: str, started: float, output: str = "", code: int | None
 
 
 async def verify(place: Place, task: dict[str, Any], *, files: dict[str, str] | None = None,
-                 grade: Grade | None = None) -> dict[str, Any]:
+                 grade: Grade | None = None, attempt: int = 1) -> dict[str, Any]:
     """Run the task's check in `place`; never raises for the check's own failures."""
     from talaria.tools.errors import EnvError, WorkspaceError
 
@@ -58,7 +58,8 @@ async def verify(place: Place, task: dict[str, Any], *, files: dict[str, str] | 
     tests = Path(task["tests"]) if task.get("tests") else None
     try:
         await place.stage({"tests": tests} if tests else {}, files)
-        result = await place.run(_script(place, check, tests is not None),
+        about = {"TALARIA_TASK_ID": str(task["id"]), "TALARIA_ATTEMPT": str(attempt)}
+        result = await place.run(_script(place, check, tests is not None, about),
                                  float(check["timeout"]), CHECK_OUTPUT_LIMIT)
     except (StageError, OSError, EnvError, WorkspaceError) as exc:
         return verdict_error(f"the check could not run: {exc}", started)
@@ -83,8 +84,9 @@ async def verify(place: Place, task: dict[str, Any], *, files: dict[str, str] | 
             "duration_s": round(time.monotonic() - started, 4), "error": None}
 
 
-def _script(place: Place, check: dict[str, Any], has_tests: bool) -> str:
-    exports = [f"export {name}={shlex.quote(value)}" for name, value in (check.get("env") or {}).items()]
+def _script(place: Place, check: dict[str, Any], has_tests: bool, about: dict[str, str]) -> str:
+    env = {**about, **(check.get("env") or {})}
+    exports = [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     exports += [f"export TEST_DIR={shlex.quote(place.tests_dir)}",
                 f"export VERIFIER_DIR={shlex.quote(place.verifier_dir)}"]
     verifier_dir = shlex.quote(place.verifier_dir)

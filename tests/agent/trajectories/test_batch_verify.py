@@ -131,27 +131,30 @@ def test_attempts_pass_at_k_and_resume_per_attempt(llm: RoutedLLM, tmp_path: Pat
         {"id": "coin", "prompt": "write out.txt coin", "check": check},
         {"id": "always", "prompt": "write out.txt hello", "check": check},
         {"id": "never", "prompt": "write out.txt nope", "check": check},
+        {"id": "second", "prompt": "write out.txt hello",  # the check knows its attempt
+         "check": 'test "$TALARIA_ATTEMPT" = 2 && test "$TALARIA_TASK_ID" = second'},
     ])
     options = BatchOptions(tasks_file=tasks, run_name="k", output_dir=tmp_path / "data",
                            workers=1, model="openai:fake", attempts=3)
     result = run_batch(options, progress_out=None)
-    assert (result.total, result.ran) == (9, 9)
+    assert (result.total, result.ran) == (12, 12)
     records = lines(result.run_dir)
-    assert [(r["task_id"], r["attempt"]) for r in records[:3]] == [
-        ("coin", 1), ("always", 1), ("never", 1)]  # every first attempt before any second
+    assert [(r["task_id"], r["attempt"]) for r in records[:4]] == [
+        ("coin", 1), ("always", 1), ("never", 1), ("second", 1)]  # first attempts first
     coin = [r["resolved"] for r in sorted(records, key=lambda r: r["attempt"]) if r["task_id"] == "coin"]
     assert coin == [True, False, True]
     stats = json.loads((result.run_dir / "statistics.json").read_text())["verification"]
+    second = [r["resolved"] for r in sorted(records, key=lambda r: r["attempt"]) if r["task_id"] == "second"]
+    assert second == [False, True, False]
     for k in (1, 2, 3):
-        expected = (pass_at_k(3, 2, k) + pass_at_k(3, 3, k) + pass_at_k(3, 0, k)) / 3
+        expected = sum(pass_at_k(3, c, k) for c in (2, 3, 0, 1)) / 4
         assert stats["pass_at"][str(k)] == round(expected, 6)
-    assert stats["pass_at"] == {"1": round(5 / 9, 6), "2": round(2 / 3, 6), "3": round(2 / 3, 6)}
+    assert stats["pass_at"] == {"1": 0.5, "2": round(2 / 3, 6), "3": 0.75}
     per_task = stats["per_task"]["coin"]
     assert (per_task["attempts"], per_task["resolved"]) == (3, 2)
     assert per_task["reward_mean"] == round(2 / 3, 6)
     assert per_task["reward_std"] == round((1 / 3) ** 0.5, 6)  # sample std of 1, 0, 1
-    assert stats["by_attempt"]["2"] == {"attempts": 3, "reward_mean": round(1 / 3, 6),
-                                        "resolved_rate": round(1 / 3, 6)}
+    assert stats["by_attempt"]["2"] == {"attempts": 4, "reward_mean": 0.5, "resolved_rate": 0.5}
     checkpoint = json.loads((result.run_dir / "checkpoint.json").read_text())
     assert sorted(checkpoint["completed"])[:3] == ["always", "always#2", "always#3"]
 
@@ -159,11 +162,11 @@ def test_attempts_pass_at_k_and_resume_per_attempt(llm: RoutedLLM, tmp_path: Pat
     llm.prompts.clear()
     again = run_batch(BatchOptions(tasks_file=tasks, run_name="k", output_dir=tmp_path / "data",
                                    workers=2, resume=True, attempts=4), progress_out=None)
-    assert again.ran == 3 and sorted(set(llm.prompts)) == [
+    assert again.ran == 4 and sorted(set(llm.prompts)) == [
         "write out.txt coin", "write out.txt hello", "write out.txt nope"]
     final = lines(again.run_dir)
     keys = [(r["task_id"], r["attempt"]) for r in final]
-    assert len(keys) == len(set(keys)) == 12
+    assert len(keys) == len(set(keys)) == 16
     stats = json.loads((again.run_dir / "statistics.json").read_text())["verification"]
     assert set(stats["pass_at"]) == {"1", "2", "3", "4"}
     # Resumed without --attempts: the checkpoint's 4 stand, nothing is left to run.
