@@ -117,6 +117,11 @@ class Place:
         """Copy each directory of `dirs` to `STAGE/NAME` and each text of `files` to
         `STAGE/NAME`; text files are mapped (see `map`). Raises StageError."""
         host_stage = self.cwd / STAGE
+        # Whatever the agent left at the staging path (a planted reward.txt, fake tests) goes.
+        if self.shares_files:
+            shutil.rmtree(host_stage, ignore_errors=True)
+        else:
+            await self.run(self.cleanup(), SETUP_TIMEOUT_S)
         entries: list[tuple[str, bytes, bool]] = []
         total = 0
         for name, directory in dirs.items():

@@ -56,16 +56,23 @@ async def verify(place: Place, task: dict[str, Any], *, files: dict[str, str] | 
     check = task["check"]
     started = time.monotonic()
     tests = Path(task["tests"]) if task.get("tests") else None
+    # On this machine the reward directory is made and read here, not by commands in the
+    # script (each one a process: most of a trivial check's time).
+    on_disk = place.shares_files and not place.contained and place.root == str(place.cwd)
     try:
         await place.stage({"tests": tests} if tests else {}, files)
+        if on_disk:
+            Path(place.verifier_dir).mkdir(parents=True, exist_ok=True)
         about = {"TALARIA_TASK_ID": str(task["id"]), "TALARIA_ATTEMPT": str(attempt)}
-        result = await place.run(_script(place, check, tests is not None, about),
+        result = await place.run(_script(place, check, tests is not None, about, on_disk),
                                  float(check["timeout"]), CHECK_OUTPUT_LIMIT)
+        output, code, rewards = split_output(result.output)
+        if on_disk:
+            rewards = _read_rewards(Path(place.verifier_dir))
     except (StageError, OSError, EnvError, WorkspaceError) as exc:
         return verdict_error(f"the check could not run: {exc}", started)
     finally:
         place.remove_host_copy()
-    output, code, rewards = split_output(result.output)
     if result.timed_out or code is None:
         await _cleanup(place)
         why = (f"the check timed out after {float(check['timeout']):g}s" if result.timed_out
@@ -84,22 +91,37 @@ async def verify(place: Place, task: dict[str, Any], *, files: dict[str, str] | 
             "duration_s": round(time.monotonic() - started, 4), "error": None}
 
 
-def _script(place: Place, check: dict[str, Any], has_tests: bool, about: dict[str, str]) -> str:
+def _script(place: Place, check: dict[str, Any], has_tests: bool, about: dict[str, str],
+            on_disk: bool = False) -> str:
     env = {**about, **(check.get("env") or {})}
     exports = [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     exports += [f"export TEST_DIR={shlex.quote(place.tests_dir)}",
                 f"export VERIFIER_DIR={shlex.quote(place.verifier_dir)}"]
     verifier_dir = shlex.quote(place.verifier_dir)
+    status = f"printf '\\n{MARK} exit %d\\n' \"$__status\""
+    if on_disk:
+        return "\n".join(["(", *exports, place.map(check["command"]), ")", "__status=$?", status])
     rewards = "".join(f"printf '{MARK} %s\\n' {name}; cat {verifier_dir}/{name} 2>/dev/null; "
                       for name in REWARD_FILES)
     return "\n".join([
         f"{place.install('tests') if has_tests else ''}rm -rf {verifier_dir} && "
         f"mkdir -p {verifier_dir} || exit 97",
         "(", *exports, place.map(check["command"]), ")",
-        "__status=$?",
-        f"printf '\\n{MARK} exit %d\\n' \"$__status\"",
+        "__status=$?", status,
         rewards + place.cleanup(),
     ])
+
+
+def _read_rewards(directory: Path) -> dict[str, str]:
+    rewards = {}
+    for name in REWARD_FILES:
+        try:
+            text = (directory / name).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if text:
+            rewards[name] = text
+    return rewards
 
 
 def split_output(text: str) -> tuple[str, int | None, dict[str, str]]:

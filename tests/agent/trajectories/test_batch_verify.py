@@ -73,6 +73,9 @@ def test_checks_give_each_task_its_verdict(llm: RoutedLLM, tmp_path: Path) -> No
         {"id": "peek", "prompt": "peek", "tests": "hidden",
          "check": "cat /tests/secret.txt && test -f \"$TEST_DIR/secret.txt\""},
         {"id": "unchecked", "prompt": "write out.txt x"},
+        # An agent that plants a reward where the check's would go gains nothing.
+        {"id": "cheat", "prompt": "write .talaria-verifier/logs/verifier/reward.txt 1",
+         "check": "exit 1"},
     ])
     result = run_batch(BatchOptions(tasks_file=tasks, run_name="v", output_dir=tmp_path / "data",
                                     workers=3, model="openai:fake"), progress_out=None)
@@ -84,7 +87,8 @@ def test_checks_give_each_task_its_verdict(llm: RoutedLLM, tmp_path: Path) -> No
         "ok": (1.0, True, "exit_status"), "wrong": (0.0, False, "exit_status"),
         "half": (0.5, False, "reward.txt"), "json": (0.25, False, "reward.json"),
         "bad-reward": (0.0, False, None), "slow": (0.0, False, None),
-        "peek": (1.0, True, "exit_status"), "unchecked": (None, None, None)}
+        "peek": (1.0, True, "exit_status"), "unchecked": (None, None, None),
+        "cheat": (0.0, False, "exit_status")}
     assert got["wrong"]["verifier"]["output_tail"] == "found: goodbye\n"
     assert got["wrong"]["verifier"]["exit_code"] == 1
     assert "not a number" in got["bad-reward"]["verifier"]["error"]
@@ -96,13 +100,13 @@ def test_checks_give_each_task_its_verdict(llm: RoutedLLM, tmp_path: Path) -> No
     assert got["ok"]["tags"] == ["files", "easy"] and got["ok"]["attempt"] == 1
 
     stats = json.loads((result.run_dir / "statistics.json").read_text())["verification"]
-    assert (stats["attempts"], stats["resolved"], stats["unchecked_attempts"]) == (7, 2, 1)
-    assert stats["pass_at"] == {"1": round(2 / 7, 6)}
+    assert (stats["attempts"], stats["resolved"], stats["unchecked_attempts"]) == (8, 2, 1)
+    assert stats["pass_at"] == {"1": round(2 / 8, 6)}
     assert stats["verifier_errors"] == 2
-    assert stats["reward"]["mean"] == round(2.75 / 7, 6)
+    assert stats["reward"]["mean"] == round(2.75 / 8, 6)
     assert stats["by_tag"]["files"]["resolved"] == 1 and stats["by_tag"]["easy"]["attempts"] == 1
-    assert stats["by_model"]["openai:fake"]["attempts"] == 7
-    assert stats["by_toolset"]["core"]["tasks"] == 7
+    assert stats["by_model"]["openai:fake"]["attempts"] == 8
+    assert stats["by_toolset"]["core"]["tasks"] == 8
     # Cost: every call priced at openai:fake's price, summed over the run.
     for record in got.values():
         tokens = record["tokens"]
