@@ -105,7 +105,7 @@ def batch_verifier() -> Iterator[dict[str, Any]]:
         root = Path(tmp)
         saved = _env(root)
         try:
-            places = [("local", None)]
+            places: list[tuple[str, str | None]] = [("local", None)]
             why = env_image.missing()
             if why:
                 yield {"metric": "batch_verifier", "place": "container", "skipped": why}
