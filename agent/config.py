@@ -185,6 +185,8 @@ class Config:
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`[mcp_servers.NAME]` tables: command/args/env or url/headers, allow/deny (see
     talaria.tools.mcp.settings)."""
+    prices: dict[str, Any] = field(default_factory=dict)
+    """`[prices."MODEL"]` tables: dollars per million tokens (talaria.agent.pricing.Price)."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
@@ -318,8 +320,12 @@ def load_config(
     servers = file_values.get("mcp_servers", {})
     if not isinstance(servers, dict) or not all(isinstance(t, dict) for t in servers.values()):
         raise ValueError(f"{path}: [mcp_servers.NAME] must be tables (command = ... or url = ...)")
+    from talaria.agent.pricing import check_prices
+
+    prices = check_prices(file_values.get("prices", {}), str(path))
     return Config(home=home, providers=providers, environments=environments,
-                  mcp_servers=servers, sources=sources, credentials=credentials, **values)
+                  mcp_servers=servers, prices=prices, sources=sources, credentials=credentials,
+                  **values)
 
 
 def _flatten(values: dict[str, Any], path: Path) -> dict[str, Any]:

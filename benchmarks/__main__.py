@@ -8,6 +8,7 @@ import sys
 from benchmarks import (
     acp,
     batch,
+    batch_verify,
     compaction,
     core,
     environments,
@@ -25,7 +26,7 @@ from benchmarks import (
 )
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
+          **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
           **prompt.BENCHMARKS,

@@ -14,32 +14,36 @@ from pathlib import Path
 FIRST_ERROR_CHARS = 300
 """Characters of each failure kind's first error in the summary (the rest: statistics.json)."""
 EXIT_CODES = """exit status:
-  0    every task completed
+  0    every task completed (with --agent oracle: and every checked task scored 1;
+       with --agent nop: and no check passed)
   1    at least one task failed (statistics.json has failures_by_reason;
-       re-run the failed ones with --retry-failed)
-  2    bad input: the tasks file (unknown key, no tasks), an option, a used run
-       directory without --resume, or --resume with another tasks file
+       re-run the failed ones with --retry-failed), or a control agent found broken tasks
+  2    bad input: the tasks (unknown key, no tasks), an option, a used run directory without
+       --resume, or --resume with another tasks file
   130  interrupted (Ctrl-C); continue with --resume"""
+FORMATS = """TASKS is one of:
+  a JSONL file of task lines: {"prompt", "id"?, "workspace"?, "cwd"?, "model"?, "toolsets"?,
+     "environment"?, "check"?: {"command", "timeout"?, "env"?}, "tests"?, "solution"?,
+     "tags"?, "timeout"?}
+  a directory of Harbor task directories (instruction.md, task.toml, environment/Dockerfile,
+     tests/test.sh, solution/solve.sh); each runs in a container of its image
+  a JSONL file of SWE-bench instances ({"instance_id", "repo", "base_commit", ...}) with
+     --repos DIR holding a clone of each repository (DIR/owner__name)
+Any other key of a task line is an error naming the closest known one. Results in
+OUTPUT_DIR/RUN_NAME/: trajectories.jsonl (one line per finished attempt), checkpoint.json (what
+--resume reads), statistics.json (counts, verdicts, first error of each kind), attempts.jsonl
+(the failed lines --retry-failed replaced), logs/."""
+MAX_NAMED = 20
+"""Broken tasks a control run names on stderr (all are in trajectories.jsonl)."""
 
 
 def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     batch = subparsers.add_parser(
         "batch", help="run many tasks from a JSONL file, each in its own workspace",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run the tasks of TASKS.jsonl unattended: one JSON object per line with the keys\n"
-        "  prompt       what to do (required)\n"
-        "  id           a stable id (default: a hash of the line); --resume matches on it\n"
-        "  workspace    a template directory, copied fresh for the task\n"
-        "  cwd          an existing directory, used as it is\n"
-        "  model        provider:model for this task\n"
-        "  toolsets     toolsets or tool names for this task\n"
-        "  environment  where it runs (NAME[:ARG], as --env)\n"
-        "Any other key is an error naming the closest known one. Results in\n"
-        "OUTPUT_DIR/RUN_NAME/: trajectories.jsonl (one line per finished task),\n"
-        "checkpoint.json (what --resume reads), statistics.json (counts, first error of each\n"
-        "kind), attempts.jsonl (the failed lines --retry-failed replaced), logs/.",
-        epilog=EXIT_CODES)
-    batch.add_argument("tasks", help="tasks file (JSON lines)")
+        description="Run many tasks unattended, each in its own workspace, verified by its "
+        "check.\n\n" + FORMATS, epilog=EXIT_CODES)
+    batch.add_argument("tasks", help="tasks file, Harbor dataset directory, or SWE-bench JSONL")
     batch.add_argument("--run-name", required=True, help="name of the run directory")
     batch.add_argument("--output-dir", default="data", help="where runs go (default: data)")
     batch.add_argument("--workers", type=int, default=4, help="tasks at once (default: 4)")
@@ -55,11 +59,23 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     again.add_argument("--retry-failed", action="store_true", help="re-run only failed tasks")
     batch.add_argument("--executor", choices=("local", "ray"),
                        help="local worker processes (default) or a Ray cluster")
-    batch.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
+    batch.add_argument("--address", help="Ray cluster address, e.g. ray://HEAD:10001 or "
+                       "HEAD:6379 (default: start a local Ray instance for this run)")
+    batch.add_argument("--agent", choices=("talaria", "oracle", "nop"),
+                       help="talaria (default); oracle: run each task's solution instead "
+                       "(finds broken tasks); nop: do nothing (finds checks that always pass)")
+    batch.add_argument("--attempts", type=int, metavar="K",
+                       help="run each task K times, each in a fresh workspace (pass@k)")
+    batch.add_argument("--max-cost", type=float, metavar="USD",
+                       help="stop an attempt whose model calls cost more (status cost_limit; "
+                       "prices: [prices] in config.toml)")
+    batch.add_argument("--repos", metavar="DIR",
+                       help="clones of the repositories SWE-bench instances name (DIR/owner__name)")
     batch.add_argument("--keep-workspaces", action="store_true",
-                       help="keep each task's directory under RUN/tasks/ after it finishes")
+                       help="keep each task's directory under RUN/tasks/ after it finishes, and "
+                       "the workers' homes with each task's checkpoints (talaria checkpoints)")
     batch.add_argument("--no-checkpoints", action="store_true",
-                       help="take no checkpoints of the task workspaces (talaria checkpoints)")
+                       help="with --keep-workspaces: take no checkpoints of the task workspaces")
     return batch
 
 
@@ -78,7 +94,8 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         resume=args.resume, retry_failed=args.retry_failed, executor=args.executor,
         address=args.address, task_timeout=args.task_timeout,
         keep_workspaces=args.keep_workspaces, environment=args.env,
-        no_checkpoints=args.no_checkpoints,
+        no_checkpoints=args.no_checkpoints, agent=args.agent, attempts=args.attempts,
+        max_cost=args.max_cost, repos=Path(args.repos) if args.repos else None,
     )
     try:
         result = run_batch(options)
@@ -90,7 +107,16 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         return 130
     print(f"{result.completed} completed, {result.failed} failed of {result.total} "
           f"({result.ran} run now) -> {result.run_dir}", file=sys.stderr)
-    if not result.failed:
+    verified = result.statistics.get("verification") or {}
+    if verified.get("attempts"):
+        passes = ", ".join(f"pass@{k} {v:.3f}" for k, v in verified["pass_at"].items())
+        print(f"verified: {verified['resolved']} of {verified['attempts']} attempts resolved "
+              f"({passes})", file=sys.stderr)
+    broken = control_findings(result.run_dir)
+    if broken:
+        print(broken, file=sys.stderr)
+        return 1
+    if result.failed == 0 and result.completed == result.total:
         return 0
     reasons = result.statistics.get("failures_by_reason") or {}
     why = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
@@ -101,6 +127,33 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         print(f"  {reason}, first in task {first.get('task_id')}: {error[:FIRST_ERROR_CHARS]}",
               file=sys.stderr)
     return 1
+
+
+def control_findings(run_dir: Path) -> str | None:
+    """What a control run (--agent oracle / nop) found wrong with the dataset, or None."""
+    import json
+
+    from talaria.agent.trajectories.batch.checkpoint import CHECKPOINT, RunDir
+
+    try:
+        agent = json.loads((run_dir / CHECKPOINT).read_text(encoding="utf-8"))["options"]["agent"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if agent not in ("oracle", "nop"):
+        return None
+    run = RunDir(run_dir, {})
+    if agent == "oracle":
+        bad = sorted({f"{r['task_id']}" for r in run.records()
+                      if r.get("resolved") is False or r.get("reward") not in (None, 1.0)})
+        why = "the oracle did not score 1 on"
+    else:
+        bad = sorted({f"{r['task_id']}" for r in run.records() if r.get("resolved")})
+        why = "a check passed with no agent (nop) on"
+    if not bad:
+        return None
+    named = ", ".join(bad[:MAX_NAMED]) + (f" and {len(bad) - MAX_NAMED} more" if len(bad) > MAX_NAMED else "")
+    return (f"talaria: broken tasks: {why} {len(bad)} task(s): {named} "
+            "(their verifier output is in trajectories.jsonl)")
 
 
 def add_compress_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -4,8 +4,11 @@
                                          statistics.json) or a JSONL of more than one run
     load_batch(path)                     (entries, statistics or None, title)
     render_batch(entries, stats, title)  tiles, then SVG charts (tool usage, success rate per
-                                         tool, turns and tokens per task), then a table and the
-                                         first `BATCH_DETAIL_LIMIT` conversations
+                                         tool, turns and tokens per task), the verifier's
+                                         figures (verdict_view.py: pass@k, cost, breakdowns),
+                                         then a table (each attempt's verdict and error) and
+                                         the first `BATCH_DETAIL_LIMIT` conversations, each
+                                         with its error and the check's output
 
 Two line shapes are read: ShareGPT lines (`conversations`, `tool_stats` with
 count/success/failure: Hermes', Talaria's `export --format sharegpt`, and Talaria's batch
@@ -24,7 +27,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from talaria.agent.trajectories import charts
+from talaria.agent.trajectories import charts, verdict_view
 from talaria.agent.trajectories.lines import trajectory_lines
 from talaria.agent.trajectories.view import clip, esc_text, page, tile, transcript_html
 from talaria.tools.redact import redact
@@ -109,8 +112,11 @@ def summarize(position: int, entry: dict[str, Any]) -> Task:
     index = entry.get("prompt_index")
     index = index if isinstance(index, int) else position
     task_id = entry.get("task_id")
+    # A batch line carries its prompt: a task that failed before its first turn has no
+    # conversation to take it from.
+    prompt = entry.get("prompt") or prompt
     return Task(
-        label=str(task_id) if task_id is not None else f"#{index}", index=index,
+        label=_label(entry, str(task_id) if task_id is not None else f"#{index}"), index=index,
         prompt=" ".join(str(prompt).split()),
         completed=bool(entry.get("completed")),
         state=_state(entry) if "status" in entry else
@@ -130,7 +136,7 @@ def _summarize_record(position: int, record: dict[str, Any]) -> Task:
     index = record.get("prompt_index")
     index = index if isinstance(index, int) else position
     return Task(
-        label=str(record.get("task_id") or f"#{index}"), index=index,
+        label=_label(record, str(record.get("task_id") or f"#{index}")), index=index,
         prompt=" ".join(str(record.get("prompt") or "").split()),
         completed=record.get("status") == "completed",
         state=_state(record),
@@ -145,6 +151,11 @@ def _summarize_record(position: int, record: dict[str, Any]) -> Task:
 def _error(record: dict[str, Any]) -> str:
     error = record.get("error") if record.get("status") != "completed" else None
     return " ".join(str(error).split()) if error else ""
+
+
+def _label(entry: dict[str, Any], name: str) -> str:
+    attempt = entry.get("attempt")
+    return f"{name} #{attempt}" if isinstance(attempt, int) and attempt > 1 else name
 
 
 def _state(record: dict[str, Any]) -> str:
@@ -215,9 +226,13 @@ def render_batch(entries: list[dict[str, Any]], stats: dict[str, Any] | None, ti
     if reasoning.get("total_assistant_turns"):
         share = reasoning.get("turns_with_reasoning", 0) / reasoning["total_assistant_turns"]
         body.append(tile(f"{share:.0%}", "turns with reasoning"))
+    verification = stats.get("verification") or {}
+    if verification.get("attempts"):
+        body.extend(verdict_view.tiles(verification))
     body.append("</div>")
     body.append(_charts(tasks, tools, estimated))
-    body.append(_table(tasks))
+    body.append(verdict_view.section(verification))
+    body.append(_table(tasks, entries))
     body.append(_details(entries, tasks))
     return page(f"Batch {title} — Talaria trajectories", "".join(body))
 
@@ -256,19 +271,21 @@ def _charts(tasks: list[Task], tools: dict[str, dict[str, int]], estimated: bool
     )
 
 
-def _table(tasks: list[Task]) -> str:
+def _table(tasks: list[Task], entries: list[dict[str, Any]]) -> str:
+    checked = any("resolved" in e for e in entries)
     rows = "".join(
         f'<tr><td>{escape(t.label)}</td><td class="n">{t.index}</td>'
         f"<td>{escape(clip(t.prompt, 90))}</td>"
         f"<td><span class={'ok' if t.completed else 'warn'}>{escape(t.state)}</span>"
         f"{_error_html(t.error)}</td>"
-        f'<td class="n">{t.api_calls}</td><td class="n">{t.tool_calls}</td>'
+        + (f"<td>{verdict_view.verdict_cell(e)}</td>" if checked else "")
+        + f'<td class="n">{t.api_calls}</td><td class="n">{t.tool_calls}</td>'
         f'<td class="n">{t.failures}</td><td class="n">{t.input_tokens + t.output_tokens:,}</td></tr>'
-        for t in tasks
+        for t, e in zip(tasks, entries, strict=True)
     )
     return ('<h2>Tasks</h2><div class="card"><table><tr><th>task</th><th class="n">#</th>'
-            '<th>prompt</th><th>status</th>'
-            '<th class="n">turns</th><th class="n">tool calls</th><th class="n">failed</th>'
+            '<th>prompt</th><th>status</th>' + ("<th>verdict</th>" if checked else "")
+            + '<th class="n">turns</th><th class="n">tool calls</th><th class="n">failed</th>'
             f'<th class="n">tokens</th></tr>{rows}</table></div>')
 
 
@@ -288,10 +305,11 @@ def _details(entries: list[dict[str, Any]], tasks: list[Task]) -> str:
         except (KeyError, TypeError, ValueError):  # not our shape of ShareGPT: show it raw
             turns = "".join(f'<h4>{escape(str(t.get("from")))}</h4><pre>{esc_text(t.get("value"))}</pre>'
                             for t in entry.get("conversations") or ())
+        verdict = f" · {verdict_view.verdict_cell(entry)}" if "resolved" in entry else ""
         out.append(f'<details class="tool{"" if task.completed else " partial"}"><summary><b>{escape(task.label)}</b> '
-                   f"{escape(task.state)} · {task.api_calls} turns · "
+                   f"{escape(task.state)}{verdict} · {task.api_calls} turns · "
                    f'<span class="meta">{escape(clip(task.prompt, 100))}</span></summary>'
-                   f"<div>{_error_html(task.error, 2000)}{turns}</div></details>")
+                   f"<div>{_error_html(task.error, 2000)}{verdict_view.verifier_html(entry)}{turns}</div></details>")
     if len(entries) > BATCH_DETAIL_LIMIT:
         out.append(f'<p class="empty">… {len(entries) - BATCH_DETAIL_LIMIT} more not shown.</p>')
     return "".join(out)

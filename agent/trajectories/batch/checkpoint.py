@@ -1,6 +1,7 @@
 """The run directory `data/NAME/`: `trajectories.jsonl` is the record, `checkpoint.json` its index.
 
-A task is finished once its line is in `trajectories.jsonl`. The line goes in with one
+An attempt of a task (`--attempts K`: 1..K; one attempt by default) is finished once its line
+is in `trajectories.jsonl`. The line goes in with one
 `O_APPEND` write and an fsync, then `checkpoint.json` is replaced (temp file + rename). A
 `kill -9` between the two leaves the checkpoint one task behind, never ahead, so `open` rebuilds
 it from the trajectories; a last line cut short mid-write (no newline) is cut off the file. That
@@ -11,7 +12,8 @@ workers, tasks_run, wall_s, ...), updated after every task, so `statistics.json`
 resumed invocation, even one that was killed (it is then at most one task behind).
 
 `--retry-failed` moves the failed lines it is about to re-run to `attempts.jsonl` (kept as
-history) before rewriting `trajectories.jsonl` without them, so the file keeps one line per task.
+history) before rewriting `trajectories.jsonl` without them, so the file keeps one line per
+attempt. In checkpoint.json an attempt after the first is named `ID#N`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from talaria.agent.trajectories.batch.records import attempt_key
+
+Key = tuple[str, int]
+"""(task id, attempt)."""
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +60,13 @@ def append_line(fd: int, record: dict[str, Any]) -> None:
 
 
 class RunDir:
-    """The files of one run; `finished` maps every recorded task id to its status."""
+    """The files of one run; `finished` maps every recorded (task id, attempt) to its status."""
 
     def __init__(self, path: Path, meta: dict[str, Any]) -> None:
         self.path = path
         self.meta = meta
-        self.finished: dict[str, str] = {}
-        self.reasons: dict[str, str] = {}
+        self.finished: dict[Key, str] = {}
+        self.reasons: dict[Key, str] = {}
         self.previous_options: dict[str, Any] = {}
         """The options of the run's last invocation (from its checkpoint), if any."""
         self.previous_runs: list[dict[str, Any]] = []
@@ -122,8 +129,8 @@ class RunDir:
         self._note(record)
         self.write_checkpoint()
 
-    def take_failed(self, ids: set[str]) -> int:
-        """Move the failed lines of `ids` to attempts.jsonl so those tasks can run again."""
+    def take_failed(self, ids: set[Key]) -> int:
+        """Move the failed lines of `ids` to attempts.jsonl so those attempts can run again."""
         keep: list[str] = []
         moved: list[str] = []
         with self.trajectories.open(encoding="utf-8") as lines:
@@ -133,7 +140,8 @@ class RunDir:
                 except ValueError:
                     keep.append(line)
                     continue
-                failed = record.get("status") == "failed" and record.get("task_id") in ids
+                failed = (record.get("status") == "failed" and "task_id" in record
+                          and attempt_key(record) in ids)
                 (moved if failed else keep).append(line)
         if not moved:
             return 0
@@ -158,17 +166,26 @@ class RunDir:
         return len(moved)
 
     def write_checkpoint(self) -> None:
-        completed = [i for i, status in self.finished.items() if status == "completed"]
-        failed = {i: self.reasons.get(i, "") for i, s in self.finished.items() if s == "failed"}
+        completed = [_name(k) for k, status in self.finished.items() if status == "completed"]
+        failed = {_name(k): self.reasons.get(k, "") for k, s in self.finished.items() if s == "failed"}
         write_json_atomic(self.path / CHECKPOINT, {
             **self.meta, "completed": completed, "failed": failed,
             "finished": len(self.finished), "updated_at": time.time(),
         })
 
     def _note(self, record: dict[str, Any]) -> None:
-        task_id = str(record["task_id"])
-        self.finished[task_id] = "completed" if record.get("status") == "completed" else "failed"
-        self.reasons[task_id] = str(record.get("reason") or "")
+        key = attempt_key(record)
+        self.finished[key] = "completed" if record.get("status") == "completed" else "failed"
+        self.reasons[key] = str(record.get("reason") or "")
+
+
+def _name(key: Key) -> str:
+    return key[0] if key[1] == 1 else f"{key[0]}#{key[1]}"
+
+
+def previous_options(path: Path) -> dict[str, Any]:
+    """The options of a run directory's last invocation ({} for a new run); read only."""
+    return _read_checkpoint(path)[0]
 
 
 def _read_checkpoint(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -35,6 +35,8 @@ DEADLINE_GRACE_S = 30.0
 """A worker gets this long past the task timeout (its own clock) before it is killed."""
 MAX_TEMPLATE_BYTES = 200 * 1024 * 1024
 """Largest packed workspace template shipped to Ray workers."""
+RAY_RETRIES = 3
+"""Retries of a task whose Ray worker or node died before it reported (see RayExecutor)."""
 PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OPENROUTER_", "TALARIA_")
 PROVIDER_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_AUTH_TOKEN")
 """Variables a Ray cluster's workers get from the driver: model settings and keys (a custom
@@ -48,7 +50,9 @@ class Executor(Protocol):
 
 
 def _deadline(job: dict[str, Any]) -> float:
-    return float(job.get("timeout") or DEFAULT_TIMEOUT_S) + DEADLINE_GRACE_S
+    """The agent's time, then its check's, then the grace."""
+    return (float(job.get("timeout") or DEFAULT_TIMEOUT_S) + float(job.get("check_timeout") or 0)
+            + DEADLINE_GRACE_S)
 
 
 def _lost(job: dict[str, Any], reason: str, error: str, started: float) -> dict[str, Any]:
@@ -60,7 +64,17 @@ def _lost(job: dict[str, Any], reason: str, error: str, started: float) -> dict[
         shutil.rmtree(job["task_dir"], ignore_errors=True)
     return make_record(job["task"], status="failed", reason=reason, error=error,
                        messages=messages, model=job["task"].get("model") or job.get("model"),
-                       duration_s=time.monotonic() - started)
+                       duration_s=time.monotonic() - started, job=job, prices=_prices())
+
+
+def _prices() -> dict[str, Any]:
+    """The configured prices, for the cost of a lost task's partial transcript."""
+    from talaria.agent.config import load_config
+
+    try:
+        return load_config().prices
+    except ValueError:
+        return {}
 
 
 class _Worker:
@@ -178,9 +192,13 @@ class LocalExecutor:
 
 
 def _ray_execute(job: dict[str, Any], template: bytes | None) -> dict[str, Any]:
+    import ray
+
     from talaria.agent.trajectories.batch.worker import execute_sync
 
-    return execute_sync(job, template)
+    record = execute_sync(job, template)
+    record["ray_node"] = ray.get_runtime_context().get_node_id()
+    return record
 
 
 class RayExecutor:
@@ -188,7 +206,15 @@ class RayExecutor:
 
     Workers need only the package: a task's workspace template travels as tar bytes through the
     object store (once per template), and provider settings (OPENAI_*, ANTHROPIC_*, ...) as the
-    job's runtime environment. A task's `cwd` must exist on the worker's machine.
+    job's runtime environment. A task's `cwd`, a SWE-bench clone (`--repos`) and a Harbor
+    task's image must exist on the worker's machine.
+
+    `address`: an existing cluster (`HEAD:6379`, or `ray://HEAD:10001` through Ray Client);
+    without it a local instance is started for the run, advertised on 127.0.0.1 with no
+    dashboard, and stopped after it. A task whose worker or node dies (a node killed, a
+    machine lost) runs again on another, up to RAY_RETRIES times (Ray's own retry of system
+    failures: the dead attempt produced no result, so nothing is recorded twice); a task that
+    keeps killing its worker is then recorded `worker_crashed`.
     """
 
     def __init__(self, *, address: str | None = None, num_cpus: int | None = None) -> None:
@@ -210,15 +236,16 @@ class RayExecutor:
             if self.address:
                 kwargs["address"] = self.address
             else:
-                kwargs |= {"include_dashboard": False, "num_cpus": self.num_cpus}
+                kwargs |= {"include_dashboard": False, "num_cpus": self.num_cpus,
+                           "_node_ip_address": "127.0.0.1"}
             try:
                 await anyio.to_thread.run_sync(lambda: ray.init(**kwargs))
             except Exception as exc:  # a bad address, a cluster of another Ray version
                 where = self.address or "a local instance"
                 raise ValueError(f"Ray: cannot start or reach {where}: {exc}") from exc
             self._started_here = True
-        # Ray retries crashed tasks on its own by default; ours are retried by --retry-failed.
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_execute)
+        # System failures only (a dead worker or node): a task's own failure is its record.
+        self._remote = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_ray_execute)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

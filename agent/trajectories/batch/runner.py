@@ -6,37 +6,51 @@ Output in `output_dir/run_name/` (see checkpoint.py): `trajectories.jsonl` (one 
 task), `checkpoint.json`, `statistics.json`, `attempts.jsonl` (failed lines replaced by
 `--retry-failed`), `logs/` (worker output, when there is any) and, while a run lasts,
 `tasks/<id>/workspace` and `homes/worker-N/` (each local worker's TALARIA_HOME).
-Only this process writes results; executors return records. With `resume`, finished tasks are
-skipped by id; options not given again are taken from the run's checkpoint; `statistics.json`
-covers every invocation (see stats.py).
+Only this process writes results; executors return records. With `resume`, finished attempts
+are skipped by (task id, attempt); options not given again are taken from the run's
+checkpoint; `statistics.json` covers every invocation (see stats.py). `attempts` runs each
+task that many times, the first attempt of every task before any second one; a `--resume`
+with more attempts runs only the new ones. `tasks_file` may be a JSONL tasks file, a
+directory of Harbor tasks (harbor.py), or SWE-bench instances with `repos` (swebench.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
-import re
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
-from talaria.agent.trajectories.batch.checkpoint import STATISTICS, RunDir, write_json_atomic
+from talaria.agent.trajectories.batch.checkpoint import (
+    STATISTICS,
+    RunDir,
+    previous_options,
+    write_json_atomic,
+)
+from talaria.agent.trajectories.batch.controls import AGENTS
+from talaria.agent.trajectories.batch.datasets import load_dataset
 from talaria.agent.trajectories.batch.executors import Executor, LocalExecutor, RayExecutor
+from talaria.agent.trajectories.batch.jobs import (
+    check_prices,
+    job_for,
+    prepare_environments,
+    task_dir_name,  # noqa: F401 - the runner's name for it (tests, tools)
+)
 from talaria.agent.trajectories.batch.progress import Progress
 from talaria.agent.trajectories.batch.records import trajectory_line
 from talaria.agent.trajectories.batch.stats import compute
-from talaria.agent.trajectories.batch.tasks import Task, TaskFileError, load_tasks
+from talaria.agent.trajectories.batch.tasks import TaskFileError
 from talaria.agent.trajectories.batch.worker import DEFAULT_TIMEOUT_S, resolve_tools
 
 MAX_WORKERS = 256
+MAX_ATTEMPTS = 1000
 RESUMABLE = ("model", "max_turns", "toolsets", "task_timeout", "executor", "address",
-             "environment")
+             "environment", "agent", "attempts", "max_cost", "repos")
 """Options a `--resume` takes from the checkpoint when they are not given again."""
 
 
@@ -69,7 +83,16 @@ class BatchOptions:
     environment: str | None = None
     """Where tasks without their own run (NAME[:ARG]; default: the configured environment)."""
     no_checkpoints: bool = False
-    """Take no checkpoints of task workspaces (`--no-checkpoints`)."""
+    """Take no checkpoints of task workspaces (`--no-checkpoints`). They are taken only
+    with `keep_workspaces`: otherwise they would go with the worker homes at the end."""
+    agent: str | None = None
+    """"talaria" (the default), or a control: "oracle" (each task's solution), "nop" (nothing)."""
+    attempts: int | None = None
+    """Runs of each task (default 1), each in a fresh workspace."""
+    max_cost: float | None = None
+    """Dollars one attempt may spend on model calls before its turn is stopped (`cost_limit`)."""
+    repos: Path | None = None
+    """Local clones or mirrors of the repositories SWE-bench instances name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +103,6 @@ class BatchResult:
     completed: int
     failed: int
     statistics: dict[str, Any] = field(repr=False)
-
-
-def task_dir_name(task_id: str) -> str:
-    """A directory name for any id: readable prefix + hash (ids may hold '/', '..', spaces)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_id)[:48].lstrip(".") or "task"
-    return f"{safe}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
 
 
 def check_options(options: BatchOptions) -> None:
@@ -103,6 +120,15 @@ def check_options(options: BatchOptions) -> None:
         raise ValueError("--task-timeout must be positive")
     if options.toolsets:
         resolve_tools(options.toolsets)
+    if options.agent not in (None, *AGENTS):
+        raise ValueError(f"--agent {options.agent!r}: choose {', '.join(AGENTS)}")
+    if options.attempts is not None and not 1 <= options.attempts <= MAX_ATTEMPTS:
+        raise ValueError(f"--attempts must be between 1 and {MAX_ATTEMPTS}")
+    if options.max_cost is not None and not options.max_cost > 0:
+        raise ValueError("--max-cost must be a positive number of dollars")
+    if options.repos is not None and not options.repos.is_dir():
+        raise ValueError(f"--repos {options.repos}: not a directory (give the directory that "
+                         "holds the repositories' clones)")
 
 
 def _effective(options: BatchOptions, previous: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +137,11 @@ def _effective(options: BatchOptions, previous: dict[str, Any]) -> dict[str, Any
         if values[name] is None and previous.get(name) is not None:
             values[name] = previous[name]
     values["executor"] = values["executor"] or "local"
+    values["agent"] = values["agent"] or "talaria"
+    values["attempts"] = int(values["attempts"] or 1)
     values["task_timeout"] = float(values["task_timeout"] or DEFAULT_TIMEOUT_S)
+    if values["repos"] is not None:
+        values["repos"] = str(values["repos"])
     if values["toolsets"] is not None:
         values["toolsets"] = list(values["toolsets"])
     return values
@@ -130,43 +160,51 @@ def run_batch(
     options: BatchOptions, *, progress_out: TextIO | None = sys.stderr,
     executor: Executor | None = None,
 ) -> BatchResult:
-    """Run the pending tasks of `options`. Raises TaskFileError, RunExistsError, ValueError."""
+    """Run the pending attempts of `options`. Raises TaskFileError, RunExistsError, ValueError."""
     check_options(options)
-    tasks = load_tasks(options.tasks_file)
+    run_dir = options.output_dir / options.run_name
+    again = options.resume or options.retry_failed
+    effective = _effective(options, previous_options(run_dir) if again else {})
+    repos = Path(effective["repos"]) if effective["repos"] else None
+    tasks = load_dataset(options.tasks_file, repos=repos)  # bad input: the run is not touched
     if not tasks:
         raise TaskFileError(f"{options.tasks_file}: no tasks (one JSON object per line, e.g. "
                             '{"prompt": "fix the failing test", "workspace": "project"})')
-    run_dir = options.output_dir / options.run_name
+    check_prices(effective, tasks)
     meta: dict[str, Any] = {"run_name": options.run_name,
                             "tasks_file": str(options.tasks_file.resolve()),
                             "total_tasks": len(tasks)}
-    run = RunDir.open(run_dir, meta=meta, resume=options.resume or options.retry_failed)
+    run = RunDir.open(run_dir, meta=meta, resume=again)
     try:
-        effective = _effective(options, run.previous_options)
         run.meta["options"] = effective
-        progress = Progress(len(tasks), out=progress_out,
-                            done=sum(t.id in run.finished for t in tasks),
-                            failed=sum(run.finished.get(t.id) == "failed" for t in tasks))
+        keys = [(t, a) for a in range(1, effective["attempts"] + 1) for t in tasks]
+        progress = Progress(len(keys), out=progress_out,
+                            done=sum((t.id, a) in run.finished for t, a in keys),
+                            failed=sum(run.finished.get((t.id, a)) == "failed" for t, a in keys))
         if options.retry_failed:
-            pending = [t for t in tasks if run.finished.get(t.id) == "failed"]
-            progress.retried(run.take_failed({t.id for t in pending}))
+            pending = [(t, a) for t, a in keys if run.finished.get((t.id, a)) == "failed"]
+            progress.retried(run.take_failed({(t.id, a) for t, a in pending}))
         else:
-            pending = [t for t in tasks if t.id not in run.finished]
+            pending = [(t, a) for t, a in keys if (t.id, a) not in run.finished]
         this_run: dict[str, Any] = {
             "started_at": round(time.time(), 3), "executor": effective["executor"],
             "workers": options.workers, "tasks_run": 0, "wall_s": 0.0, "bookkeeping_ms": 0.0,
             "resume": options.resume, "retry_failed": options.retry_failed}
         run.meta["runs"] = [*run.previous_runs, this_run]
         run.write_checkpoint()
-        default = effective["model"] or _configured_model()
-        models = {m for t in pending if (m := t.model or default)}
-        executor = executor or make_executor(
-            effective["executor"], workers=max(1, min(options.workers, len(pending))),
-            address=effective["address"], run_dir=run_dir, models=tuple(sorted(models)),
-            keep=options.keep_workspaces)
         clock = {"started": time.monotonic()}
         try:
-            anyio.run(_drive, pending, executor, run, progress, effective, options, this_run, clock)
+            places = prepare_environments(
+                {t.id: t for t, _ in pending}, effective["environment"], progress_out)
+            jobs = [job_for(task, attempt, places, effective, options, run_dir)
+                    for task, attempt in pending]
+            default = effective["model"] or _configured_model()
+            models = {m for t, _ in pending if (m := t.model or default)}
+            executor = executor or make_executor(
+                effective["executor"], workers=max(1, min(options.workers, len(pending))),
+                address=effective["address"], run_dir=run_dir, models=tuple(sorted(models)),
+                keep=options.keep_workspaces)
+            anyio.run(_drive, jobs, executor, run, progress, options, this_run, clock)
         finally:
             progress.draw(final=True)
             this_run["tasks_run"] = progress.ran
@@ -182,7 +220,7 @@ def run_batch(
     finally:
         run.close()
     tasks_stats = statistics["tasks"]
-    return BatchResult(run_dir, len(tasks), progress.ran, tasks_stats["completed"],
+    return BatchResult(run_dir, len(keys), progress.ran, tasks_stats["completed"],
                        tasks_stats["failed"], statistics)
 
 
@@ -197,47 +235,42 @@ def _configured_model() -> str | None:
 
 
 async def _drive(
-    pending: list[Task], executor: Executor, run: RunDir, progress: Progress,
-    effective: dict[str, Any], options: BatchOptions, this_run: dict[str, Any],
-    clock: dict[str, float],
+    jobs: list[dict[str, Any]], executor: Executor, run: RunDir, progress: Progress,
+    options: BatchOptions, this_run: dict[str, Any], clock: dict[str, float],
 ) -> None:
-    send, receive = anyio.create_memory_object_stream[Task](max(len(pending), 1))
-    for task in pending:
-        send.send_nowait(task)
+    send, receive = anyio.create_memory_object_stream[dict[str, Any]](max(len(jobs), 1))
+    for job in jobs:
+        send.send_nowait(job)
     send.close()
-    tasks_root = run.path / "tasks"
+
+    def record(line: dict[str, Any]) -> None:
+        mark = time.perf_counter()
+        this_run["tasks_run"] += 1
+        this_run["wall_s"] = round(time.monotonic() - clock["started"], 3)
+        run.append(trajectory_line(line))  # writes the checkpoint, `runs` with it
+        this_run["bookkeeping_ms"] = round(
+            this_run["bookkeeping_ms"] + (time.perf_counter() - mark) * 1000, 3)
+        progress.task_done(failed=line.get("status") != "completed")
 
     async def worker_loop(queue: Any) -> None:
         async with queue:
-            async for task in queue:
-                job = {"task": task.to_dict(), "model": effective["model"],
-                       "max_turns": effective["max_turns"], "toolsets": effective["toolsets"],
-                       "timeout": effective["task_timeout"],
-                       "environment": effective.get("environment"),
-                       "task_dir": str((tasks_root / task_dir_name(task.id)).resolve()),
-                       "keep": options.keep_workspaces, "session_id": uuid.uuid4().hex,
-                       "checkpoints": False if options.no_checkpoints else None}
-                record = await executor.run(job)
-                mark = time.perf_counter()
-                this_run["tasks_run"] += 1
-                this_run["wall_s"] = round(time.monotonic() - clock["started"], 3)
-                run.append(trajectory_line(record))  # writes the checkpoint, `runs` with it
-                this_run["bookkeeping_ms"] = round(
-                    this_run["bookkeeping_ms"] + (time.perf_counter() - mark) * 1000, 3)
-                progress.task_done(failed=record.get("status") != "completed")
+            async for job in queue:
+                # A task whose environment could not be made (an image build failed) is a
+                # failed attempt at once: nothing to run it in.
+                record(job["failed"] if "failed" in job else await executor.run(job))
 
-    if not pending:
+    if not jobs:
         receive.close()
         return
     async with executor, anyio.create_task_group() as outer:
         outer.start_soon(_tick, progress)
         async with anyio.create_task_group() as tg:
-            for _ in range(min(options.workers, len(pending))):
+            for _ in range(min(options.workers, len(jobs))):
                 tg.start_soon(worker_loop, receive.clone())
             receive.close()
         outer.cancel_scope.cancel()
     with contextlib.suppress(OSError):
-        tasks_root.rmdir()  # empty unless --keep-workspaces or a task is left mid-way
+        (run.path / "tasks").rmdir()  # empty unless --keep-workspaces or a task is left mid-way
 
 
 async def _tick(progress: Progress) -> None:

@@ -7,11 +7,15 @@
      "turns": {...}, "duration_s": {...}, "model_s": {...}  (total, mean, p50, p95, max)
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning", "mean_per_task"},
      "models": {model: tasks},
+     "verification": {reward, resolved rate, pass@k, cost, time; by model, toolset and tag:
+                      see verdicts.py},
      "run": {every invocation together: invocations, executor, workers (the last one's),
              tasks_run, wall_s, tasks_per_minute, bookkeeping_ms_per_task},
      "runs": [{one invocation that ran tasks: started_at, executor, workers, tasks_run,
                wall_s, bookkeeping_ms, resume, retry_failed}, ...]}
 
+Each line is one attempt of a task (`--attempts`); `tasks` counts lines. "completed" means the
+agent ended its turn, not that the task was solved: that is `verification`'s `resolved`.
 `tasks`, `tools`, `turns`, ... cover every line of the run's file; `run` and `runs` every
 invocation, so a `--resume` adds to them instead of replacing the figures with its own.
 """
@@ -21,6 +25,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from talaria.agent.trajectories.batch.verdicts import Row, row_of, verification
 
 
 class Stats:
@@ -36,6 +42,7 @@ class Stats:
         self.turns: list[int] = []
         self.durations: list[float] = []
         self.model_times: list[float] = []
+        self.rows: list[Row] = []
 
     def add(self, record: dict[str, Any]) -> None:
         status = "completed" if record.get("status") == "completed" else "failed"
@@ -60,6 +67,7 @@ class Stats:
         self.turns.append(int(record.get("turns") or 0))
         self.durations.append(float(record.get("duration_s") or 0.0))
         self.model_times.append(float(record.get("model_s") or 0.0))
+        self.rows.append(row_of(record))
 
     def to_dict(self, run: dict[str, Any] | None = None) -> dict[str, Any]:
         total = sum(self.status.values())
@@ -80,6 +88,7 @@ class Stats:
             "tokens": {**dict(self.tokens),
                        "mean_per_task": round(sum(self.tokens.values()) / total, 1) if total else 0},
             "models": dict(self.models.most_common()),
+            "verification": verification(self.rows),
             "run": run or {},
         }
 

@@ -5,8 +5,16 @@
      "workspace"?: str,               a template directory copied fresh for this task
      "cwd"?: str,                     an existing directory used as is (not isolated)
      "model"?: str, "toolsets"?: [str],
-     "environment"?: str}             where it runs (NAME[:ARG], see `talaria.tools.environments`):
+     "environment"?: str,             where it runs (NAME[:ARG], see `talaria.tools.environments`):
                                       each task gets its own container or sandbox
+     "check"?: str | {"command": str, "timeout"?: seconds, "env"?: {NAME: str}},
+                                      the verifier: run where the task ran, after the agent;
+                                      exit 0 = solved, or the reward it writes (verifier.py)
+     "tests"?: str,                   a directory copied in for the check only (never seen by
+                                      the agent): /tests in a container (verifier.py)
+     "solution"?: str,                a directory with solve.sh: what `--agent oracle` runs
+     "tags"?: [str],                  groups in statistics.json (`by_tag`)
+     "timeout"?: seconds}             the agent's wall time for this task (--task-timeout)
 
 Any other key is an error that names it and the closest known key (a misspelt "workspace"
 would otherwise run the task in an empty directory).
@@ -27,13 +35,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from talaria.agent.trajectories.batch.checks import check_of, seconds_of, tags_of
 from talaria.tools.keys import unknown_keys
 
+KEYS: dict[str, str] = {
+    "prompt": "what the agent is asked", "id": "stable task id", "workspace": "template directory",
+    "cwd": "directory used as is", "model": "provider:model", "toolsets": "toolset or tool names",
+    "environment": "NAME[:ARG]", "check": "the verifier command", "tests": "verifier-only files",
+    "solution": "directory with solve.sh (--agent oracle)", "tags": "statistics groups",
+    "timeout": "agent wall seconds",
+}
+"""Every key a task line may have, with what it is."""
 MAX_PROMPT_CHARS = 1_000_000
 """A prompt longer than this is a mistake in the tasks file (a whole dataset on one line)."""
 ID_HEX = 16
-KEYS = ("prompt", "id", "workspace", "cwd", "model", "toolsets", "environment")
-"""Every key a task line may have."""
 
 
 class TaskFileError(ValueError):
@@ -51,16 +66,26 @@ class Task:
     environment: str | None = None
     index: int = 0
     """0-based position in the tasks file (the line's `prompt_index`)."""
+    check: dict[str, Any] | None = None
+    """{"command": str, "timeout": float, "env": {str: str}} (see checks.py)."""
+    tests: str | None = None
+    solution: str | None = None
+    tags: tuple[str, ...] = ()
+    timeout: float | None = None
+    source: dict[str, Any] | None = None
+    """What a dataset format adds (`"format": "harbor" | "swebench"`; see harbor.py, swebench.py)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["toolsets"] = list(self.toolsets) if self.toolsets is not None else None
+        data["tags"] = list(self.tags)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Task:
         toolsets = data.get("toolsets")
-        return cls(**{**data, "toolsets": tuple(toolsets) if toolsets is not None else None})
+        return cls(**{**data, "toolsets": tuple(toolsets) if toolsets is not None else None,
+                      "tags": tuple(data.get("tags") or ())})
 
 
 def load_tasks(path: Path) -> list[Task]:
@@ -123,7 +148,7 @@ def _task(data: Any, base: Path, where: str) -> Task:
     ):
         raise TaskFileError(f"{where}: \"toolsets\" must be a list of names")
     paths = {}
-    for key in ("workspace", "cwd"):
+    for key in ("workspace", "cwd", "tests", "solution"):
         if data.get(key):
             directory = (base / str(data[key])).resolve()
             if not directory.is_dir():
@@ -133,9 +158,17 @@ def _task(data: Any, base: Path, where: str) -> Task:
     environment = data.get("environment")
     if environment is not None and (not isinstance(environment, str) or not environment.strip()):
         raise TaskFileError(f"{where}: \"environment\" must be a name such as \"docker\"")
+    try:
+        check = check_of(data.get("check"), where)
+        tags = tags_of(data.get("tags"), where)
+        timeout = seconds_of(data.get("timeout"), where, "timeout")
+    except ValueError as exc:
+        raise TaskFileError(str(exc)) from None
     return Task(
         environment=environment,
         id=str(task_id), prompt=prompt, model=str(model) if model else None,
         toolsets=tuple(toolsets) if toolsets is not None else None,
         workspace=paths.get("workspace"), cwd=paths.get("cwd"),
+        check=check, tests=paths.get("tests"), solution=paths.get("solution"), tags=tags,
+        timeout=timeout,
     )

@@ -3,7 +3,8 @@
     execute_sync(job, template=None) -> record (see records.py)
 
 JOB = {"task": Task.to_dict(), "model", "max_turns", "toolsets", "timeout", "keep": bool,
-"task_dir", "home", "session_id", "checkpoints": False | None (None: as configured)}. `task_dir/workspace` is the task's working directory: a
+"task_dir", "home", "session_id", "checkpoints": False | None (None: as configured),
+"attempt": int, "agent": "talaria" | "oracle" | "nop", "max_cost": dollars | None}. `task_dir/workspace` is the task's working directory: a
 fresh copy of its template, or empty; it is wiped first, so a task re-run after a crash starts
 clean. `home` is the worker's TALARIA_HOME under the run directory: its `sessions.db` holds
 each task's transcript as it happens, under the `session_id` the runner chose, so a worker
@@ -39,6 +40,8 @@ from talaria.agent.trajectories.batch.sdk import warm_models
 
 DEFAULT_TIMEOUT_S = 1800.0
 """Wall time allowed per task (--task-timeout)."""
+TASK_ENV = "batch-task"
+"""The environment table a task's own container settings go in (see `_environment`)."""
 
 _providers: dict[tuple[Any, ...], Any] = {}
 _hosts: dict[Path, Any] = {}
@@ -76,7 +79,12 @@ def prepare(job: dict[str, Any], template: bytes | None) -> tuple[Path, Path]:
     if task.get("cwd"):
         return root, Path(task["cwd"])
     workspace = root / "workspace"
-    if template is not None:
+    source = task.get("source") or {}
+    if source.get("format") == "swebench":
+        from talaria.agent.trajectories.batch.swebench import checkout
+
+        checkout(source, workspace)
+    elif template is not None:
         workspace.mkdir()
         with tarfile.open(fileobj=io.BytesIO(template)) as tar:
             tar.extractall(workspace, filter="data")
@@ -119,8 +127,12 @@ def worker_home(job: dict[str, Any]) -> Path:
 
 
 class BatchDoors:
-    """The host's `Doors` for batch tasks: the task's directory on disk, events dropped,
-    questions refused (tasks run in bypass: nobody is asked)."""
+    """The host's `Doors` for batch tasks: the task's directory on disk, events to the task's
+    cost watch (`--max-cost`), questions refused (tasks run in bypass: nobody is asked)."""
+
+    def __init__(self) -> None:
+        self.watches: dict[str, Any] = {}
+        """session id -> its attempt.CostWatch, set before the session opens."""
 
     def workspace(self, session_id: str, cwd: Path) -> Any:
         from talaria.tools.local.workspace import LocalWorkspace
@@ -130,7 +142,8 @@ class BatchDoors:
     def door(self, session_id: str, workspace: Any) -> Any:
         from talaria.agent.door import LocalDoor
 
-        return LocalDoor(workspace)
+        watch = self.watches.get(session_id)
+        return LocalDoor(workspace, on_event=watch.on_event) if watch else LocalDoor(workspace)
 
 
 def _host(config: Any) -> Any:
@@ -144,62 +157,85 @@ def _host(config: Any) -> Any:
     return _hosts[config.home]
 
 
+def _environment(config: Any, task: dict[str, Any], job: dict[str, Any]) -> tuple[Any, str | None]:
+    """(config, environment name) for the task: a Harbor task's resources (cpus, memory,
+    network) become the settings of its container."""
+    name = task.get("environment") or job.get("environment")
+    resources = (task.get("source") or {}).get("resources")
+    if not resources or not name or name.partition(":")[0] != "docker":
+        return config, name
+    table = {**config.environments.get("docker", {}), "backend": "docker", **resources}
+    if image := name.partition(":")[2]:
+        table["image"] = image
+    return replace(config, environments={**config.environments, TASK_ENV: table}), TASK_ENV
+
+
 async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[str, Any]:
-    """Run the job's task to its end; every outcome is a record, none raises."""
+    """Run the job's task to its end, then its check; every outcome is a record, none raises."""
     from talaria.agent.config import load_config
-    from talaria.agent.host import ModelFailure
     from talaria.agent.runtime import new_session_id
-    from talaria.tools.errors import EnvError
+    from talaria.agent.trajectories.batch.attempt import CostWatch, run_attempt
+    from talaria.agent.trajectories.batch.controls import ControlProvider
 
     task = job["task"]
     started = time.monotonic()
-    status, reason, error = "failed", "setup_error", None
+    status, reason, error, verdict = "failed", "setup_error", None, None
     model = task.get("model") or job.get("model")
-    timeout = float(job.get("timeout") or DEFAULT_TIMEOUT_S)
-    host = session = root = None
+    agent = job.get("agent") or "talaria"
+    job["timeout"] = float(task.get("timeout") or job.get("timeout") or DEFAULT_TIMEOUT_S)
+    host = session = root = config = None
     session_id = job.get("session_id") or new_session_id()
     try:
         root, cwd = prepare(job, template)
         home = worker_home(job)
         config = replace(load_config({"model": model, "max_turns": job.get("max_turns"),
                                       "checkpoints": job.get("checkpoints")}), home=home)
-        model = model or config.model
         tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
         host = _host(config)
+        watch = host.doors.watches[session_id] = CostWatch(job.get("max_cost"), config.prices)
+        provider = ControlProvider(agent) if agent != "talaria" else _provider(config, model or config.model)
+        config, environment = _environment(config, task, job)
         # Each task gets its own computer (a container per task): started by the host before
         # the first model call, torn down with the session below, so a failed task leaves
         # nothing behind.
-        session = await host.open(
-            cwd, mode="bypass", tool_names=tool_names, session_id=session_id,
-            environment=task.get("environment") or job.get("environment"),
-            provider=_provider(config, model), config=config)
-        model = session.provider.name
-        if (prime := getattr(session.checkpoints, "prime", None)) is not None:
-            prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
-        # The SDK import belongs to set-up, not to the first model call's time (model_s).
-        warm_models([model])
-        reason = "error"
-        with anyio.fail_after(timeout):
-            outcome = await host.prompt(session, task["prompt"])
-        reason = outcome.stop_reason
-        status = "completed" if reason == "end_turn" else "failed"
+        session = await host.open(cwd, mode="bypass", tool_names=tool_names, session_id=session_id,
+                                  environment=environment, provider=provider, config=config)
+        model = watch.model = session.provider.name
+        if agent == "talaria":
+            if (prime := getattr(session.checkpoints, "prime", None)) is not None:
+                prime()  # git hashes the workspace while the SDK loads, not in the first checkpoint
+            # The SDK import belongs to set-up, not to the first model call's time (model_s).
+            warm_models([model])
+        result = await run_attempt(host, session, job, cwd, watch)
+        status, reason, error, verdict = result.status, result.reason, result.error, result.verdict
     except TimeoutError:
-        reason, error = "timeout", f"no result after {timeout:g}s"
-    except ModelFailure as exc:
-        reason, error = "provider_error", exc.message
-    except EnvError as exc:  # a bad environment name or table, or it could not start
-        reason, error = "environment_error", str(exc)
+        reason, error = "timeout", f"no result after {job['timeout']:g}s"
     except Exception as exc:  # a task's bug must not take the worker (and the batch) down
-        error = f"{type(exc).__name__}: {exc}"
+        reason, error = _failure(exc, opened=session is not None)
     finally:
         messages: list[dict[str, Any]] = []
-        if host is not None and session is not None:
-            close_session(host, session)
-            messages = _transcript(host.store, session.id)
+        if host is not None:
+            host.doors.watches.pop(session_id, None)
+            if session is not None:
+                close_session(host, session)
+                messages = _transcript(host.store, session.id)
         if root is not None and not job.get("keep"):
             shutil.rmtree(root, ignore_errors=True)
     return make_record(task, status=status, reason=reason, error=error, messages=messages,
-                       model=model, duration_s=time.monotonic() - started)
+                       model=model, duration_s=time.monotonic() - started, job=job,
+                       verdict=verdict, prices=config.prices if config is not None else None)
+
+
+def _failure(exc: Exception, *, opened: bool) -> tuple[str, str]:
+    """(reason, error) of a task that could not start (or, `opened`, broke after)."""
+    from talaria.agent.host import ModelFailure
+    from talaria.tools.errors import EnvError
+
+    if isinstance(exc, ModelFailure):
+        return "provider_error", exc.message
+    if isinstance(exc, EnvError):  # a bad environment name or table, or it could not start
+        return "environment_error", str(exc)
+    return "error" if opened else "setup_error", f"{type(exc).__name__}: {exc}"
 
 
 def _transcript(store: Any, session_id: str) -> list[dict[str, Any]]:

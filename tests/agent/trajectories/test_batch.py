@@ -200,10 +200,13 @@ def _fields(options: BatchOptions) -> dict:
     return {name: getattr(options, name) for name in options.__dataclass_fields__}
 
 
-@pytest.mark.parametrize("off", [False, True], ids=["checkpoints", "no-checkpoints"])
-def test_batch_tasks_record_checkpoints_unless_turned_off(llm: RoutedLLM, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          off: bool) -> None:
+@pytest.mark.parametrize("keep, off", [(True, False), (True, True), (False, False)],
+                         ids=["kept", "no-checkpoints", "not-kept"])
+def test_batch_tasks_record_checkpoints_where_they_are_kept(llm: RoutedLLM, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            keep: bool, off: bool) -> None:
+    # Checkpoints are taken with --keep-workspaces (the worker homes that hold them stay);
+    # otherwise they would be deleted with the homes at the end: not taken at all.
     from talaria.agent.trajectories.batch import executors
 
     real = executors.LocalExecutor.__init__
@@ -213,9 +216,10 @@ def test_batch_tasks_record_checkpoints_unless_turned_off(llm: RoutedLLM, tmp_pa
     monkeypatch.setattr(executors.LocalExecutor, "__init__", keep_homes)
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "write shared.txt x"}])
     result = run_batch(BatchOptions(tasks_file=tasks, run_name="cp", output_dir=tmp_path / "data",
-                                    workers=1, model="openai:fake", no_checkpoints=off),
+                                    workers=1, model="openai:fake", no_checkpoints=off,
+                                    keep_workspaces=keep),
                        progress_out=None)
     seen = [any((home / "checkpoints").glob("*/journal.json"))
             for home in (result.run_dir / "homes").iterdir()]
     assert lines(result.run_dir)[0]["status"] == "completed"
-    assert seen == [not off]
+    assert seen == [keep and not off]

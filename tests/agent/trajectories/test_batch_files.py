@@ -62,12 +62,12 @@ def test_torn_last_line_is_cut_and_the_checkpoint_rebuilt(tmp_path: Path) -> Non
     with pytest.raises(RunExistsError):
         RunDir.open(run_dir, meta={}, resume=False)
     run = RunDir.open(run_dir, meta={}, resume=True)
-    assert run.finished == {"a": "completed", "b": "failed"}
+    assert run.finished == {("a", 1): "completed", ("b", 1): "failed"}
     assert (run_dir / "trajectories.jsonl").read_text().endswith('"timeout"}\n')
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
     assert checkpoint["completed"] == ["a"] and checkpoint["failed"] == {"b": "timeout"}
-    assert run.take_failed({"b"}) == 1
-    assert run.finished == {"a": "completed"}
+    assert run.take_failed({("b", 1)}) == 1
+    assert run.finished == {("a", 1): "completed"}
     assert json.loads((run_dir / "attempts.jsonl").read_text())["task_id"] == "b"
     run.append({"task_id": "b", "status": "completed", "reason": "end_turn"})
     run.close()

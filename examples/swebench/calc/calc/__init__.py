@@ -1,0 +1,1 @@
+"""A tiny calculator: the repository of the SWE-bench-style samples."""

@@ -1,0 +1,16 @@
+"""Arithmetic on two numbers."""
+
+
+def add(a, b):
+    """The sum of a and b."""
+    return a - b
+
+
+def mul(a, b):
+    """The product of a and b."""
+    return a * b
+
+
+def divide(a, b):
+    """a divided by b."""
+    return a / b
