@@ -81,11 +81,6 @@ class Task:
         data["tags"] = list(self.tags)
         return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Task:
-        toolsets = data.get("toolsets")
-        return cls(**{**data, "toolsets": tuple(toolsets) if toolsets is not None else None,
-                      "tags": tuple(data.get("tags") or ())})
 
 
 def load_tasks(path: Path) -> list[Task]:
