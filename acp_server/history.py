@@ -25,7 +25,6 @@ from talaria.agent.transcript import (
     is_assistant,
     is_event,
     is_prompt,
-    is_tool_result,
     is_user,
     results_by_call,
 )
@@ -160,16 +159,3 @@ def _plan(result: Message | None) -> list[dict[str, Any]] | None:
     # As live (tools/todo.py): cancelled items are not shown as plan entries.
     return plan_entries([t for t in todos if isinstance(t, dict) and t.get("status") != "cancelled"])
 
-
-def last_todos(messages: list[Message]) -> list[dict[str, Any]] | None:
-    """The todo list as the last `todo` call left it, to restore the tool's state on load."""
-    for message in reversed(messages):
-        if is_tool_result(message) and message.get("name") == "todo":
-            try:
-                data = json.loads(message.get("content") or "")
-            except json.JSONDecodeError:
-                continue
-            todos = data.get("todos") if isinstance(data, dict) else None
-            if isinstance(todos, list):
-                return todos
-    return None

@@ -25,6 +25,7 @@ from talaria.agent.transcript import (
     Message,
     ToolMessage,
     calls_of,
+    is_tool_result,
     last_assistant,
     results_by_call,
 )
@@ -308,7 +309,7 @@ def dangling_results(messages: Sequence[Message]) -> list[ToolMessage]:
 def last_todos(messages: list[Message]) -> list[dict[str, Any]] | None:
     """The todo list as the last `todo` call left it (a restored session keeps its plan)."""
     for message in reversed(messages):
-        if message.get("role") == "tool" and message.get("name") == "todo":
+        if is_tool_result(message) and message.get("name") == "todo":
             try:
                 data = json.loads(message.get("content") or "")
             except json.JSONDecodeError:
