@@ -52,8 +52,10 @@ from talaria.tools.local.walk import (
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
 SEARCH_TIMEOUT_S = 60.0
-PIECES = 16
-"""A tree is cut into about this many pieces for rg (`cut`)."""
+PIECES = 8
+"""A tree is cut into at least this many pieces for rg where it can (`cut`)..."""
+MAX_PIECES = 32
+"""... and at most this many: each is an rg to start (~5 ms)."""
 MAX_SPLIT_DEPTH = 3
 RG_WORKERS = min(4, os.cpu_count() or 2)
 """rg processes searching pieces at once."""
@@ -273,10 +275,20 @@ def cut(root: str) -> list[list[str]]:
         return [[root]]
     items = [(root, True)]
     for _ in range(MAX_SPLIT_DEPTH):
-        if len(items) >= PIECES or not any(is_dir for _, is_dir in items):
+        if len(items) >= PIECES:
             break
-        items = [child for path, is_dir in items
-                 for child in (_children(path) if is_dir else [(path, False)])]
+        split: list[tuple[str, bool]] = []
+        for n, (path, is_dir) in enumerate(items):
+            rest = len(items) - n - 1
+            if is_dir and len(split) + rest < PIECES:
+                children = _children(path)
+                if len(split) + len(children) + rest <= MAX_PIECES:  # a spawn per piece
+                    split += children
+                    continue
+            split.append((path, is_dir))
+        if split == items:
+            break
+        items = split
     pieces: list[list[str]] = []
     files = False
     for path, is_dir in items:
