@@ -82,19 +82,19 @@ def test_when_nothing_can_shrink_the_turn_ends_with_the_numbers(fake_llm, tmp_pa
     """The system prompt and the tools alone are more than the window: one retry at most,
     then an error naming what was sent, the limit, and the settings."""
     session = make_session(fake_llm, tmp_path)
-    small_window(fake_llm, 2048, "llamacpp")
+    small_window(fake_llm, 1024, "llamacpp")  # the system prompt and tools take ~2,000
     events = recorded(session)
     with pytest.raises(ContextOverflowError) as caught:
         anyio.run(run_turn, session, "hi")
     error = caught.value
     sent = prompt_tokens(fake_llm.requests[0]["json"])
     text = error.user_message()
-    assert f"{sent:,} tokens were sent and the window is 2,048 (its error says)" in text
+    assert f"{sent:,} tokens were sent and the window is 1,024 (its error says)" in text
     assert "system prompt and tool definitions alone take" in text
     assert "TALARIA_MODEL" in text and "context_window" in text and "llama.cpp -c" in text
-    assert error.limit == 2048 and error.prompt == sent
+    assert error.limit == 1024 and error.prompt == sent
     assert len(fake_llm.requests) == 1, "no retry that cannot fit"
-    assert session.context_window == 2048
+    assert session.context_window == 1024
     assert not events.of("Compacted"), "no compaction is tried where none can help"
 
 
@@ -113,10 +113,11 @@ def test_a_second_refusal_ends_the_turn(fake_llm, tmp_path: Path) -> None:
 
 
 def test_answer_room_is_bounded_below(fake_llm, tmp_path: Path) -> None:
-    session = make_session(fake_llm, tmp_path, context_window=2150)  # ~2,100: system + tools
+    session = make_session(fake_llm, tmp_path)
     async def exact() -> int:
         return tokens.count_messages(session.messages, session.tool_definitions())
 
+    session.context_window = anyio.run(exact) + 50  # the system prompt and tools all but fill it
     room = anyio.run(fit.answer_room, session, 10**6, exact)
     assert room == fit.MIN_ANSWER  # the window is all but used: the call asks for the least
     session.context_window = 128_000
