@@ -15,10 +15,7 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   has the matches a page asks for and one more (`search_cap`): a common pattern on a big tree
   costs what its first page costs, and the total is then a lower bound that says so
   (`SearchPage.total_exact`). Only a search that ends before that counts every match.
-- ripgrep runs with `--sort path`, which makes it single-threaded: the tree is cut into
-  consecutive pieces in that order (`pieces`), searched by up to RG_WORKERS processes at once,
-  their matches taken in order; the first pieces' matches are the page, and the search stops
-  there. A search through the whole tree (a rare pattern) runs on every core. Its binary
+- ripgrep runs with `--sort path` (one thread): what it finds first is the page. Its binary
   rule (it stops at a NUL byte, after printing the matches before it) is made the Python
   backend's by dropping a file's matches when its `end` record names a binary offset.
 """
@@ -52,11 +49,6 @@ from talaria.tools.local.walk import (
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
 SEARCH_TIMEOUT_S = 60.0
-PIECES = 16
-"""A tree is cut into about this many pieces for rg (`cut`)."""
-MAX_SPLIT_DEPTH = 3
-RG_WORKERS = min(4, os.cpu_count() or 2)
-"""rg processes searching pieces at once."""
 _GLOB_CHARS = frozenset("*?[{")
 
 
@@ -175,17 +167,17 @@ def _rg_base(rg: str) -> list[str]:
 async def _rg_files(
     rg: str, root: str, names: list[str], globs: list[str] | None, cap: int
 ) -> list[SearchMatch]:
+    out: list[SearchMatch] = []
     rel = _relative(root)
 
-    def taker(out: list[SearchMatch]) -> Callable[[bytes], bool]:
-        def take(raw: bytes) -> bool:
-            path = rel(os.fsdecode(raw))
-            if glob_ok(path, names) and (globs is None or glob_ok(path, globs)):
-                out.append(SearchMatch(path))
-            return len(out) < cap
-        return take
+    def take(raw: bytes) -> bool:
+        path = rel(os.fsdecode(raw))
+        if glob_ok(path, names) and (globs is None or glob_ok(path, globs)):
+            out.append(SearchMatch(path))
+        return len(out) < cap
 
-    return await _in_order([*_rg_base(rg), *_prune(names), "--files"], root, taker, cap) or []
+    await _rg_stream([*_rg_base(rg), *_prune(names), "--files", "--", root], take)
+    return out
 
 
 def _text(field: dict[str, str]) -> str:
@@ -201,105 +193,30 @@ async def _rg_content(
     argv = [*_rg_base(rg), "--json", "--crlf", "--no-mmap", "--max-filesize", str(MAX_FILE_BYTES)]
     if globs:
         argv += _prune(globs)
+    out: list[SearchMatch] = []
     rel = _relative(root)
+    pending: list[SearchMatch] = []
+    """The current file's matches: kept once its `end` record says it is not binary."""
+    wanted = [True]
 
-    def taker(out: list[SearchMatch]) -> Callable[[bytes], bool]:
-        pending: list[SearchMatch] = []
-        """The current file's matches: kept once its `end` record says it is not binary."""
-        wanted = [True]
+    def take(raw: bytes) -> bool:
+        if raw.startswith(b'{"type":"match"'):
+            if wanted[0] and len(out) + len(pending) < cap:  # past cap only the end matters
+                data = json.loads(raw)["data"]
+                text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
+                path = rel(_text(data["path"]))
+                pending.append(SearchMatch(path, data["line_number"], text[:MAX_LINE_CHARS]))
+        elif raw.startswith(b'{"type":"begin"'):
+            path = _text(json.loads(raw)["data"]["path"])
+            wanted[0] = globs is None or glob_ok(rel(path), globs)
+        elif raw.startswith(b'{"type":"end"'):
+            if json.loads(raw)["data"].get("binary_offset") is None:
+                out.extend(pending)
+            pending.clear()
+            return len(out) < cap
+        return True
 
-        def take(raw: bytes) -> bool:
-            if raw.startswith(b'{"type":"match"'):
-                if wanted[0] and len(out) + len(pending) < cap:  # past cap only the end matters
-                    data = json.loads(raw)["data"]
-                    text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
-                    path = rel(_text(data["path"]))
-                    pending.append(SearchMatch(path, data["line_number"], text[:MAX_LINE_CHARS]))
-            elif raw.startswith(b'{"type":"begin"'):
-                path = _text(json.loads(raw)["data"]["path"])
-                wanted[0] = globs is None or glob_ok(rel(path), globs)
-            elif raw.startswith(b'{"type":"end"'):
-                if json.loads(raw)["data"].get("binary_offset") is None:
-                    out.extend(pending)
-                pending.clear()
-                return len(out) < cap
-            return True
-        return take
-
-    return await _in_order([*argv, "-e", pattern], root, taker, cap)
-
-
-async def _in_order(
-    argv: list[str], root: str, taker: Callable[[list[SearchMatch]], Callable[[bytes], bool]],
-    cap: int,
-) -> list[SearchMatch] | None:
-    """`argv` run over each piece of `root` (RG_WORKERS at a time), the first `cap` matches in
-    order; None when rg rejects the pattern."""
-    pieces = await anyio.to_thread.run_sync(cut, root)
-    results: list[tuple[list[SearchMatch], int | None, bytes] | None] = [None] * len(pieces)
-    done = [anyio.Event() for _ in pieces]
-    limiter = anyio.CapacityLimiter(RG_WORKERS)
-
-    async def run(i: int) -> None:
-        async with limiter:
-            out: list[SearchMatch] = []
-            code, err = await _rg_stream([*argv, "--", *pieces[i]], taker(out))
-            results[i] = (out, code, err)
-        done[i].set()
-
-    found: list[SearchMatch] = []
-    async with anyio.create_task_group() as tg:
-        for i in range(len(pieces)):
-            tg.start_soon(run, i)  # they queue on the limiter in this order
-        for i in range(len(pieces)):
-            await done[i].wait()
-            out, code, err = results[i] or ([], None, b"")
-            if code == 2 and not out and b"regex" in err:
-                tg.cancel_scope.cancel()
-                return None
-            found += out
-            if len(found) >= cap:
-                tg.cancel_scope.cancel()  # the pieces after the page: their rg is killed
-                break
-    return found[:cap]
-
-
-def cut(root: str) -> list[list[str]]:
-    """The tree under `root` as consecutive pieces in rg's `--sort path` order (by name in
-    each directory), each the paths of one rg: directories are split a level at a time
-    until there are PIECES or they run out, runs of files go together. The walk's rules
-    apply to what is split here (rg searches a path it is given, hidden or not)."""
-    if not os.path.isdir(root):
-        return [[root]]
-    items = [(root, True)]
-    for _ in range(MAX_SPLIT_DEPTH):
-        if len(items) >= PIECES or not any(is_dir for _, is_dir in items):
-            break
-        items = [child for path, is_dir in items
-                 for child in (_children(path) if is_dir else [(path, False)])]
-    pieces: list[list[str]] = []
-    files = False
-    for path, is_dir in items:
-        if is_dir or not files:
-            pieces.append([path])
-        else:
-            pieces[-1].append(path)
-        files = not is_dir
-    return pieces
-
-
-def _children(directory: str) -> list[tuple[str, bool]]:
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return []
-    out = []
-    for e in entries:
-        if e.name.startswith(".") or e.is_symlink():
-            continue
-        if e.is_dir(follow_symlinks=False):
-            if e.name not in SKIP_DIRS:
-                out.append((e.path, True))
-        elif e.is_file(follow_symlinks=False):
-            out.append((e.path, False))
+    code, err = await _rg_stream([*argv, "-e", pattern, "--", root], take)
+    if code == 2 and not out and b"regex" in err:
+        return None
     return out
