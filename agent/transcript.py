@@ -114,8 +114,9 @@ class ToolMessage(TypedDict):
     content: str
     """The result the model sees (JSON)."""
     status: Literal["completed", "failed"]
-    display: list[dict[str, Any]]
-    """What a front door shows of it (ACP tool call content: text, diff, terminal)."""
+    display: NotRequired[list[dict[str, Any]]]
+    """What a front door shows of it (ACP tool call content: text, diff, terminal); stored
+    always, left out of a loaded live context (only the replay reads it, from the transcript)."""
     locations: NotRequired[list[str]]
     """The paths the call acted on."""
     subagents: NotRequired[list[SubagentRun]]

@@ -18,7 +18,7 @@ from tests.cli.test_cli_run import talaria
 @pytest.mark.parametrize(("line", "said"), [
     ('{"prompt": "go", "worskpace": "tpl"}', "unknown key 'worskpace' (did you mean 'workspace'?)"),
     ('{"promt": "go"}', "unknown key 'promt' (did you mean 'prompt'?)"),
-    ('{"prompt": "go", "bogus": 1}', "unknown key 'bogus' (known keys: cwd, environment, id, "),
+    ('{"prompt": "go", "bogus": 1}', "unknown key 'bogus' (known keys: check, cwd, environment, "),
     ('{"prompt": "go", "enviroment": "docker"}', "unknown key 'enviroment' (did you mean 'environment'?)"),
 ], ids=["typo", "prompt", "unknown", "environment"])
 def test_a_task_line_with_an_unknown_key_is_refused(tmp_path: Path, line: str, said: str) -> None:

@@ -50,7 +50,7 @@ deny = ["crash", "sleep"]
         assert "mcp__calc__add" in offered and "mcp__calc__crash" not in offered
         finished = recorded(session).of("ToolCallFinished")[-1]
         assert finished.content[0]["text"] == "3"
-        assert "mcp__calc__add(a: int, b: int)" in session.tool("execute_code").text()
+        assert "mcp__calc__add" in session.tool("execute_code").text()  # scripts may call it
     finally:
         session.close()
 
