@@ -25,7 +25,7 @@ from typing import Any
 
 from talaria.agent.trajectories.batch.checks import closest, seconds_of, tags_of
 from talaria.agent.trajectories.batch.stage import STAGE
-from talaria.agent.trajectories.batch.tasks import Task, TaskFileError
+from talaria.agent.trajectories.batch.tasks import Task, TaskFileError, json_lines
 from talaria.agent.trajectories.batch.testlog import statuses
 
 DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider {tests}"
@@ -49,14 +49,7 @@ def load_swebench(path: Path, repos: Path | None) -> list[Task]:
     tasks: list[Task] = []
     wanted: dict[Path, list[tuple[str, str]]] = {}
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(f"{where}: not JSON ({exc})") from None
+    for _, where, data in json_lines(path):  # an unreadable file is one line too
         task = _task(data, where, repos, len(tasks))
         if task.id in seen:
             raise TaskFileError(f"{where}: duplicate instance_id {task.id!r}")

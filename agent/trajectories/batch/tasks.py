@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,11 +84,9 @@ class Task:
 
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Every task of `path`, in file order. Raises TaskFileError on the first bad line."""
-    base = path.resolve().parent
-    tasks: list[Task] = []
-    seen: dict[str, int] = {}
+def json_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(line number, `path:line`, the parsed object) for every non-blank line of a JSONL file; a file that
+    cannot be read or a line that is not JSON is a TaskFileError naming it."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -97,9 +96,17 @@ def load_tasks(path: Path) -> list[Task]:
             continue
         where = f"{path}:{number}"
         try:
-            data = json.loads(line)
+            yield number, where, json.loads(line)
         except json.JSONDecodeError as exc:
             raise TaskFileError(f"{where}: not JSON ({exc})") from exc
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Every task of `path`, in file order. Raises TaskFileError on the first bad line."""
+    base = path.resolve().parent
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, where, data in json_lines(path):
         task = replace(_task(data, base, where), index=len(tasks))
         if task.id in seen:
             if "id" in data:
