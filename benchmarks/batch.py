@@ -84,12 +84,16 @@ def batch() -> Iterator[dict[str, Any]]:
                        "skipped": "ray is not installed (pip install ray)"}
                 return
             started = time.perf_counter()
-            ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
             try:
                 ray_start = time.perf_counter() - started
-                yield {**_run("ray", root), "ray_start_s": round(ray_start, 2),
+                cold = _run("ray", root)
+                yield {**cold, "ray_start_s": round(ray_start, 2),
+                       "wall_s_with_start": round(cold["wall_s"] + ray_start, 2),
                        "note": "cold: Ray's worker processes import Talaria on their first "
-                               "task; wall_s excludes starting the local Ray instance"}
+                               "task; the instance's start is counted once, in "
+                               "wall_s_with_start (a run that starts Ray pays it once)"}
                 yield {**_run("ray", root, "ray-warm"),
                        "note": "warm: a second run on the same Ray instance (workers reused)"}
             finally:
