@@ -204,3 +204,21 @@ def test_max_cost_needs_a_price(llm: RoutedLLM, tmp_path: Path) -> None:
         run_batch(BatchOptions(tasks_file=tasks, run_name="p", output_dir=tmp_path / "data",
                                model="openai:unpriced", max_cost=1.0), progress_out=None)
     assert not (tmp_path / "data").exists()
+
+
+def test_oracle_runs_a_task_lines_solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
+    solution = tmp_path / "fix"
+    solution.mkdir()
+    (solution / "solve.sh").write_text("printf 'fixed\\n' > state.txt\n")
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [
+        {"id": "solvable", "prompt": "fix it", "solution": "fix",
+         "check": 'test "$(cat state.txt)" = fixed'},
+        {"id": "no-solution", "prompt": "fix it too", "check": "true"},
+    ])
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="o", output_dir=tmp_path / "data",
+                                    agent="oracle"), progress_out=None)
+    got = {r["task_id"]: r for r in lines(result.run_dir)}
+    assert (got["solvable"]["status"], got["solvable"]["resolved"]) == ("completed", True)
+    assert (got["no-solution"]["status"], got["no-solution"]["reason"]) == ("failed", "no_solution")
+    assert got["solvable"]["agent"] == "oracle" and got["solvable"]["turns"] == 0
