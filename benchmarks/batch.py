@@ -3,7 +3,8 @@
     batch                 200 scripted tasks (write a file, read it back, report: 3 model calls,
                           2 tool calls each), 8 workers, an instant model (the replay provider
                           playing a recorded scenario per task); local
-                          worker processes, then a local Ray instance (cold, then warm). Overhead per task outside
+                          worker processes, then a local Ray instance of this machine's CPUs
+                          (cold: its actors start in the run; warm: a second run reuses them). Overhead per task outside
                           the model = time in the worker minus time in model calls, plus the
                           runner's bookkeeping (trajectory append + fsync + checkpoint).
     batch_model_time      12 one-call tasks, 3 workers, the model taken from the configuration
@@ -84,14 +85,19 @@ def batch() -> Iterator[dict[str, Any]]:
                        "skipped": "ray is not installed (pip install ray)"}
                 return
             started = time.perf_counter()
-            ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
             try:
                 ray_start = time.perf_counter() - started
-                yield {**_run("ray", root), "ray_start_s": round(ray_start, 2),
-                       "note": "cold: Ray's worker processes import Talaria on their first "
-                               "task; wall_s excludes starting the local Ray instance"}
+                cold = _run("ray", root)
+                yield {**cold, "ray_start_s": round(ray_start, 2),
+                       "wall_s_with_start": round(cold["wall_s"] + ray_start, 2),
+                       "note": "cold: the run starts its Ray actors (one per CPU, each "
+                               "importing Talaria) within wall_s; the instance's start is "
+                               "counted once, in wall_s_with_start"}
                 yield {**_run("ray", root, "ray-warm"),
-                       "note": "warm: a second run on the same Ray instance (workers reused)"}
+                       "note": "warm: a second run of this process on the same Ray instance "
+                               "(the first run's actors reused)"}
             finally:
                 ray.shutdown()
         finally:

@@ -115,9 +115,15 @@ class RayCluster:
         raise TimeoutError(f"{count} Ray nodes not alive after {timeout:g}s")
 
     def kill_node(self, index: int) -> None:
-        """SIGKILL every process of node `index` (its raylet, workers, agents) at once."""
+        """SIGKILL every process of node `index` at once: its process group and every
+        descendant (Ray's workers run in sessions of their own, under the raylet)."""
         proc = self.procs[index]
-        os.killpg(proc.pid, signal.SIGKILL)
+        doomed = descendants(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
     def listening(self) -> list[dict[str, Any]]:
@@ -149,12 +155,29 @@ class RayCluster:
         return out
 
     def __exit__(self, *exc: object) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        for index in reversed(range(len(self.procs))):
+            if self.procs[index].poll() is None:
+                self.kill_node(index)
         shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (by parent pid), whatever its session."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+    found = {root}
+    grew = True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return sorted(found - {root})
 
 
 def _address(hex_host: str, v6: bool) -> str:

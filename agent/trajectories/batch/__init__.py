@@ -4,7 +4,8 @@
                    images.py), SWE-bench instances (swebench.py, testlog.py)
     runner.py      run_batch(BatchOptions) -> BatchResult: scheduling, attempts, resume,
                    retry-failed; jobs.py turns (task, attempt) pairs into jobs
-    executors.py   where tasks run: LocalExecutor (worker processes), RayExecutor
+    executors.py   where tasks run: LocalExecutor (worker processes); ray_executor.py
+                   RayExecutor (Ray actors, one per worker slot)
     worker.py      one attempt: workspace, session, store, tools -> its record; `serve`
     attempt.py     the agent (or a control agent: controls.py), then the task's check
     stage.py       files put where the task ran; verifier.py the check's verdict; checks.py

@@ -11,6 +11,9 @@ is what makes `--resume` skip exactly the finished tasks: no duplicates, no loss
 workers, tasks_run, wall_s, ...), updated after every task, so `statistics.json` covers every
 resumed invocation, even one that was killed (it is then at most one task behind).
 
+With checks, checkpoint.json also says what each checked attempt scored: `rewards` (name ->
+reward) and `resolved` (the names of the solved ones).
+
 `--retry-failed` moves the failed lines it is about to re-run to `attempts.jsonl` (kept as
 history) before rewriting `trajectories.jsonl` without them, so the file keeps one line per
 attempt. In checkpoint.json an attempt after the first is named `ID#N`.
@@ -67,6 +70,8 @@ class RunDir:
         self.meta = meta
         self.finished: dict[Key, str] = {}
         self.reasons: dict[Key, str] = {}
+        self.rewards: dict[Key, float] = {}
+        """Each checked attempt's reward (its verdict is in its line)."""
         self.previous_options: dict[str, Any] = {}
         """The options of the run's last invocation (from its checkpoint), if any."""
         self.previous_runs: list[dict[str, Any]] = []
@@ -162,21 +167,27 @@ class RunDir:
             if self.finished.get(task_id) == "failed":
                 del self.finished[task_id]
                 self.reasons.pop(task_id, None)
+                self.rewards.pop(task_id, None)
         self.write_checkpoint()
         return len(moved)
 
     def write_checkpoint(self) -> None:
         completed = [_name(k) for k, status in self.finished.items() if status == "completed"]
         failed = {_name(k): self.reasons.get(k, "") for k, s in self.finished.items() if s == "failed"}
+        rewards = {_name(k): r for k, r in self.rewards.items()}
         write_json_atomic(self.path / CHECKPOINT, {
             **self.meta, "completed": completed, "failed": failed,
             "finished": len(self.finished), "updated_at": time.time(),
+            **({"rewards": rewards, "resolved": [n for n, r in rewards.items() if r >= 1.0]}
+               if rewards else {}),
         })
 
     def _note(self, record: dict[str, Any]) -> None:
         key = attempt_key(record)
         self.finished[key] = "completed" if record.get("status") == "completed" else "failed"
         self.reasons[key] = str(record.get("reason") or "")
+        if isinstance(record.get("reward"), int | float):
+            self.rewards[key] = float(record["reward"])
 
 
 def _name(key: Key) -> str:

@@ -34,7 +34,7 @@ from talaria.agent.trajectories.batch.checkpoint import (
 )
 from talaria.agent.trajectories.batch.controls import AGENTS
 from talaria.agent.trajectories.batch.datasets import load_dataset
-from talaria.agent.trajectories.batch.executors import Executor, LocalExecutor, RayExecutor
+from talaria.agent.trajectories.batch.executors import Executor, LocalExecutor
 from talaria.agent.trajectories.batch.jobs import (
     check_prices,
     job_for,
@@ -42,6 +42,7 @@ from talaria.agent.trajectories.batch.jobs import (
     task_dir_name,  # noqa: F401 - the runner's name for it (tests, tools)
 )
 from talaria.agent.trajectories.batch.progress import Progress
+from talaria.agent.trajectories.batch.ray_executor import RayExecutor
 from talaria.agent.trajectories.batch.records import trajectory_line
 from talaria.agent.trajectories.batch.stats import compute
 from talaria.agent.trajectories.batch.tasks import TaskFileError
@@ -152,7 +153,7 @@ def make_executor(
     keep: bool = False,
 ) -> Executor:
     if kind == "ray":
-        return RayExecutor(address=address, num_cpus=workers)
+        return RayExecutor(workers=workers, address=address)
     return LocalExecutor(workers, run_dir=run_dir, preload=models, keep_homes=keep)
 
 

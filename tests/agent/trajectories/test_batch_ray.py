@@ -1,4 +1,5 @@
-"""The Ray executor on a local Ray instance: same records, checkpoint and resume as local.
+"""The Ray executor on a local Ray instance: same records, checkpoint and resume as local; a
+task that kills its Ray worker is recorded, the others (in the same worker) run again.
 
 Ray is an optional dependency: the module is skipped without it. Starting Ray takes seconds,
 so one instance serves the module; the fake LLM starts first so Ray's workers inherit its URL.
@@ -18,7 +19,7 @@ import pytest
 from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
 from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from tests import ROOT
-from tests.batchllm import RoutedLLM
+from tests.batchllm import RoutedLLM, script_turn
 
 ray = pytest.importorskip("ray")
 
@@ -96,3 +97,19 @@ def test_ray_is_not_imported_by_the_local_path() -> None:
     code = ("import sys, talaria.acp_server.cli.batch, talaria.agent.trajectories.batch.runner, talaria.agent.trajectories.batch.executors;"
             "assert 'ray' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_a_task_that_kills_its_ray_worker_is_recorded_and_the_rest_complete(
+    ray_llm: RoutedLLM, tmp_path: Path
+) -> None:
+    ray_llm.route = script_turn
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(t) + "\n" for t in [
+        {"id": "crash", "prompt": "crash"}, *({"id": f"ok{i}", "prompt": "hello"} for i in range(4))]))
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="crash", output_dir=tmp_path / "data",
+                                    workers=2, model="openai:fake", executor="ray"),
+                       progress_out=None)
+    got = records(result.run_dir)
+    assert (got["crash"]["status"], got["crash"]["reason"]) == ("failed", "worker_crashed")
+    assert "its Ray worker died 4 times" in got["crash"]["error"]
+    assert all(got[f"ok{i}"]["status"] == "completed" for i in range(4))

@@ -98,6 +98,9 @@ def test_checks_give_each_task_its_verdict(llm: RoutedLLM, tmp_path: Path) -> No
     assert listing.startswith(".\n..\n")  # an empty workspace, and no tests anywhere yet:
     assert "'.talaria-verifier': No such file" in listing and "'/tests': No such file" in listing
     assert got["ok"]["tags"] == ["files", "easy"] and got["ok"]["attempt"] == 1
+    checkpoint = json.loads((result.run_dir / "checkpoint.json").read_text())
+    assert checkpoint["rewards"]["half"] == 0.5 and "unchecked" not in checkpoint["rewards"]
+    assert sorted(checkpoint["resolved"]) == ["ok", "peek"]
 
     stats = json.loads((result.run_dir / "statistics.json").read_text())["verification"]
     assert (stats["attempts"], stats["resolved"], stats["unchecked_attempts"]) == (8, 2, 1)
@@ -161,6 +164,8 @@ def test_attempts_pass_at_k_and_resume_per_attempt(llm: RoutedLLM, tmp_path: Pat
     assert stats["by_attempt"]["2"] == {"attempts": 4, "reward_mean": 0.5, "resolved_rate": 0.5}
     checkpoint = json.loads((result.run_dir / "checkpoint.json").read_text())
     assert sorted(checkpoint["completed"])[:3] == ["always", "always#2", "always#3"]
+    assert {"coin", "coin#3", "second#2"} <= set(checkpoint["resolved"])
+    assert "coin#2" not in checkpoint["resolved"] and checkpoint["rewards"]["coin#2"] == 0.0
 
     # A fourth attempt each: --resume with more attempts runs only the new ones.
     llm.prompts.clear()
@@ -199,3 +204,21 @@ def test_max_cost_needs_a_price(llm: RoutedLLM, tmp_path: Path) -> None:
         run_batch(BatchOptions(tasks_file=tasks, run_name="p", output_dir=tmp_path / "data",
                                model="openai:unpriced", max_cost=1.0), progress_out=None)
     assert not (tmp_path / "data").exists()
+
+
+def test_oracle_runs_a_task_lines_solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
+    solution = tmp_path / "fix"
+    solution.mkdir()
+    (solution / "solve.sh").write_text("printf 'fixed\\n' > state.txt\n")
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [
+        {"id": "solvable", "prompt": "fix it", "solution": "fix",
+         "check": 'test "$(cat state.txt)" = fixed'},
+        {"id": "no-solution", "prompt": "fix it too", "check": "true"},
+    ])
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="o", output_dir=tmp_path / "data",
+                                    agent="oracle"), progress_out=None)
+    got = {r["task_id"]: r for r in lines(result.run_dir)}
+    assert (got["solvable"]["status"], got["solvable"]["resolved"]) == ("completed", True)
+    assert (got["no-solution"]["status"], got["no-solution"]["reason"]) == ("failed", "no_solution")
+    assert got["solvable"]["agent"] == "oracle" and got["solvable"]["turns"] == 0
