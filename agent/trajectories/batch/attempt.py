@@ -75,6 +75,8 @@ async def run_attempt(host: Any, session: Any, job: dict[str, Any], cwd: Path,
     try:
         if (linked := await link_workdir(place)) is not None:
             raise StageError(linked)
+        if not place.contained and source.get("copies") and source.get("build"):
+            await place.seed(Path(source["build"]["context"]), source["copies"])
         with anyio.fail_after(timeout):
             if agent == "oracle":
                 status, reason, error = await run_oracle(place, task, timeout)

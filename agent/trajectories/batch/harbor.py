@@ -19,11 +19,16 @@ of the wrong type: nothing in a task.toml is silently dropped.
 
 The task runs in a container of its image by default; its WORKDIR (from the Dockerfile)
 becomes the task's workspace (stage.link_workdir). With `--env local` (or ssh) the Dockerfile
-is not run: the workspace starts empty and Harbor's paths are mapped (stage.py).
+is not built: Harbor's paths are mapped (stage.py), and the workspace starts with what its
+COPY and ADD instructions put into the WORKDIR from the build context (`copies_of`); its RUN
+steps and files placed outside the WORKDIR are not there (a task that needs them needs its
+container, and `--agent oracle` names it).
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 import tomllib
 from pathlib import Path
@@ -101,6 +106,7 @@ def _task(directory: Path, index: int) -> Task:
         if dockerfile.is_file() and not environment.get("docker_image") else None,
         "image": environment.get("docker_image"),
         "workdir": workdir_of(dockerfile) if dockerfile.is_file() else None,
+        "copies": copies_of(dockerfile) if dockerfile.is_file() else [],
         "resources": _resources(environment, where),
         "solution_env": {k: str(v) for k, v in (config.get("solution", {}).get("env") or {}).items()},
     }
@@ -195,3 +201,69 @@ def workdir_of(dockerfile: Path) -> str | None:
             elif workdir and "$" not in value:
                 workdir = f"{workdir.rstrip('/')}/{value}"
     return workdir
+
+
+def copies_of(dockerfile: Path) -> list[tuple[str, str]]:
+    """The Dockerfile's COPY / ADD of build-context files that land in the final WORKDIR, as
+    (source relative to the context, destination relative to the WORKDIR, "" for itself; a
+    trailing "/" kept: a directory). Skipped: `--from` stages, URLs, variables, and
+    destinations outside the WORKDIR."""
+    final = workdir_of(dockerfile)
+    if not final:
+        return []
+    copies: list[tuple[str, str]] = []
+    workdir = "/"
+    for line in _instructions(dockerfile):
+        match = re.match(r"(WORKDIR|COPY|ADD)\s+(.*)$", line, re.IGNORECASE)
+        if not match:
+            continue
+        verb, rest = match.group(1).upper(), match.group(2).strip()
+        if verb == "WORKDIR":
+            value = rest.strip("\"'")
+            workdir = value if value.startswith("/") else f"{workdir.rstrip('/')}/{value}"
+            continue
+        words = _copy_words(rest)
+        if words is None or len(words) < 2 or "$" in rest:
+            continue
+        *sources, dest = words
+        target = posixpath.normpath(dest if dest.startswith("/") else f"{workdir}/{dest}")
+        base = posixpath.normpath(final)
+        if target != base and not target.startswith(base.rstrip("/") + "/"):
+            continue
+        inside = target[len(base):].lstrip("/")
+        if inside and (dest.endswith("/") or len(sources) > 1):
+            inside += "/"
+        copies.extend((src, inside) for src in sources if "://" not in src)
+    return copies
+
+
+def _instructions(dockerfile: Path) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments dropped."""
+    out: list[str] = []
+    pending = ""
+    for raw in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return out
+
+
+def _copy_words(rest: str) -> list[str] | None:
+    """A COPY/ADD's sources and destination (JSON or shell form); None for `--from`."""
+    if rest.startswith("["):
+        try:
+            words = json.loads(rest)
+        except ValueError:
+            return None
+        return [str(w) for w in words] if isinstance(words, list) else None
+    words = rest.split()
+    if any(w.startswith("--from") for w in words):
+        return None
+    return [w for w in words if not w.startswith("--")]

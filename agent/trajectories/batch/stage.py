@@ -157,21 +157,52 @@ class Place:
         except UnicodeDecodeError:
             return data
 
-    async def _write_remote(self, entries: list[tuple[str, bytes, bool]]) -> None:
+    async def seed(self, context: Path, copies: list[tuple[str, str]]) -> None:
+        """Without a container, what the image's COPY / ADD put into its WORKDIR (see
+        harbor.copies_of): the build context's files copied into the workspace. Raises
+        StageError for a source that is not in the context."""
+        entries: list[tuple[str, bytes, bool]] = []
+        for source, dest in copies:
+            found = [p for p in sorted(context.glob(source)) if p.resolve().is_relative_to(
+                context.resolve())] if source not in (".", "./") else [context]
+            if not found:
+                raise StageError(f"{context}: the Dockerfile copies {source!r}, which is not there")
+            for path in found:
+                into_dir = dest == "" or dest.endswith("/") or len(found) > 1 or path.is_dir()
+                for file in ([path] if path.is_file() else sorted(path.rglob("*"))):
+                    if not file.is_file() or file.name == "Dockerfile" and file.parent == context:
+                        continue
+                    if path.is_dir():
+                        rel = f"{dest.rstrip('/')}/{file.relative_to(path)}".lstrip("/")
+                    else:
+                        rel = f"{dest.rstrip('/')}/{file.name}".lstrip("/") if into_dir else dest
+                    entries.append((rel, file.read_bytes(), bool(file.stat().st_mode & 0o111)))
+        if self.shares_files:
+            for rel, data, executable in entries:
+                target = self.cwd / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                if executable:
+                    target.chmod(0o755)
+            return
+        await self._write_remote(entries, base="")
+
+    async def _write_remote(self, entries: list[tuple[str, bytes, bool]],
+                            base: str = STAGE) -> None:
         executable: list[str] = []
         for rel, data, is_exec in entries:
-            target = self.cwd / STAGE / rel
+            rel = f"{base}/{rel}" if base else rel
             try:
-                await self.workspace.write_text(target, data.decode("utf-8"))
+                await self.workspace.write_text(self.cwd / rel, data.decode("utf-8"))
             except UnicodeDecodeError:
                 await self._write_binary(rel, data)
             if is_exec:
-                executable.append(f"{STAGE}/{rel}")
+                executable.append(rel)
         if executable:
             await self.run("chmod +x " + " ".join(map(shlex.quote, executable)), SETUP_TIMEOUT_S)
 
     async def _write_binary(self, rel: str, data: bytes) -> None:
-        target = shlex.quote(f"{STAGE}/{rel}")
+        target = shlex.quote(rel)
         encoded = base64.b64encode(data).decode()
         await self.run(f"mkdir -p \"$(dirname {target})\" && : > {target}", SETUP_TIMEOUT_S)
         for start in range(0, len(encoded), B64_CHUNK):

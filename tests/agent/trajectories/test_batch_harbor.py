@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import env_image
-from talaria.agent.trajectories.batch.harbor import load_harbor
+from talaria.agent.trajectories.batch.harbor import copies_of, load_harbor
 from talaria.agent.trajectories.batch.images import context_hash
 from tests import ROOT
 from tests.batchllm import RoutedLLM
@@ -127,14 +127,38 @@ def test_control_agents_name_broken_tasks(tmp_path: Path, image: str) -> None:
 
 
 def test_mapped_paths_on_this_machine(tmp_path: Path) -> None:
-    data = dataset(tmp_path, None, ("hello-world", "fizzbuzz"))
+    # fix-config starts from the app.ini its Dockerfile COPYs into /app: copied here too.
+    data = dataset(tmp_path, None)
     home = tmp_path / "home"
     done = batch(str(data), "--run-name", "local", "--agent", "oracle", "--env", "local",
                  home=home, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     got = records(tmp_path / "data" / "local")
-    assert {k: r["resolved"] for k, r in got.items()} == {"fizzbuzz": True, "hello-world": True}
+    assert {k: r["resolved"] for k, r in got.items()} == {
+        "fix-config": True, "fizzbuzz": True, "hello-world": True}
     assert not Path("/app/hello.txt").exists() and not Path("/logs/verifier").exists()
+    nop = batch(str(data), "--run-name", "nop", "--agent", "nop", "--env", "local",
+                home=home, cwd=tmp_path)
+    assert nop.returncode == 0, nop.stderr
+    assert not any(r["resolved"] for r in records(tmp_path / "data" / "nop").values())
+
+
+@pytest.mark.parametrize("dockerfile, expected", [
+    ("FROM x\nWORKDIR /app\nCOPY app.ini /app/app.ini\n", [("app.ini", "app.ini")]),
+    ("FROM x\nWORKDIR /app\nCOPY a.py b.py ./\n", [("a.py", ""), ("b.py", "")]),
+    ("FROM x\nWORKDIR /app\nCOPY . .\n", [(".", "")]),
+    ("FROM x\nWORKDIR /srv\nWORKDIR app\nCOPY [\"src\", \"/srv/app/src/\"]\n",
+     [("src", "src/")]),
+    ("FROM x\nWORKDIR /app\nCOPY --chown=1:1 \\\n  conf/ /app/conf/\n", [("conf/", "conf/")]),
+    ("FROM x\nWORKDIR /app\nCOPY --from=build /out /app/out\nCOPY tool /usr/bin/tool\n"
+     "ADD https://example.com/f /app/f\nCOPY $X /app/x\n", []),
+    ("FROM x\nCOPY a /a\n", []),
+])
+def test_the_dockerfiles_copies_into_its_workdir(tmp_path: Path, dockerfile: str,
+                                                  expected: list) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text(dockerfile)
+    assert copies_of(path) == expected
 
 
 def test_the_agent_works_in_the_images_workdir(tmp_path: Path, image: str) -> None:
