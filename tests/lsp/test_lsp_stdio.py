@@ -45,6 +45,7 @@ class RawClient:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.out = b""
+        self.answered: set[Any] = set()
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -54,19 +55,19 @@ class RawClient:
     def until_response(self, msg_id: int) -> dict[str, Any]:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        answered: set[Any] = set()
         while True:
+            # What came with an earlier answer first: two replies can arrive in one read.
+            for message in self.complete():
+                if message.get("id") == msg_id and "method" not in message:
+                    return message
+                if "method" in message and "id" in message and message["id"] not in self.answered:
+                    self.answered.add(message["id"])
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": answer(message)})
             ready, _, _ = select.select([fd], [], [], TIMEOUT)
             assert ready, "no answer from talaria lsp"
             chunk = os.read(fd, 65536)
             assert chunk, "talaria lsp closed stdout"
             self.out += chunk
-            for message in self.complete():
-                if message.get("id") == msg_id and "method" not in message:
-                    return message
-                if "method" in message and "id" in message and message["id"] not in answered:
-                    answered.add(message["id"])
-                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": answer(message)})
 
     def complete(self) -> list[dict[str, Any]]:
         """The messages fully received so far (parsing the whole stream each time)."""

@@ -206,8 +206,11 @@ def test_an_invocation_interrupted_before_a_task_finished_still_counts(tmp_path:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test",
            "TALARIA_HOME": str(tmp_path / "home")}
     with RoutedLLM(delay=60) as slow:
+        # As a terminal's shell starts it: a suite run from a background job (`cmd &`) has
+        # SIGINT ignored, which the child would inherit and keep ignoring.
         child = subprocess.Popen(args, env={**env, "OPENAI_BASE_URL": slow.openai_base_url},
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not slow.prompts and time.monotonic() < deadline and child.poll() is None:
             time.sleep(0.1)
