@@ -13,6 +13,7 @@ from benchmarks import (
     core,
     environments,
     execute_code,
+    export,
     learning,
     load_memory,
     lsp,
@@ -25,7 +26,7 @@ from benchmarks import (
     web_mcp,
 )
 
-SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
+SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS, **export.BENCHMARKS,
           **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
