@@ -69,7 +69,8 @@ async def test_limits_memory_and_pids(request: pytest.FixtureRequest, project: P
         hog = await call(ws, "terminal", command="python3 -c \"b = bytearray(300 * 2**20); print('allocated')\"")
         assert hog["exit_code"] != 0 and "allocated" not in hog["output"]
         forks = await call(ws, "terminal",
-                           command="for i in $(seq 1 80); do sleep 30 & done 2>&1 | tail -1; echo done")
+                           command="for i in $(seq 1 80); do sleep 30 >/dev/null 2>&1 & done 2>&1 "
+                           "| tail -1; echo done")
         assert "can't fork" in forks["output"] or "Resource temporarily unavailable" in forks["output"]
     finally:
         ws.close()
