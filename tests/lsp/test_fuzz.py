@@ -50,7 +50,7 @@ from talaria.acp_server.lsp.frames import MAX_DEPTH, MAX_HEADER_LINE_BYTES, MAX_
 from tests.lsp.fuzz_server import FuzzServer
 
 SEED = int(os.environ.get("TALARIA_LSP_FUZZ_SEED", "20261201"))
-CI_CASES = int(os.environ.get("TALARIA_LSP_FUZZ_CASES", "1000"))
+CI_CASES = int(os.environ.get("TALARIA_LSP_FUZZ_CASES", "500"))
 DEEP_CASES = int(os.environ.get("TALARIA_LSP_FUZZ_DEEP_CASES", "20000"))
 HANG_S = 10.0
 """Seconds an answer may take before the case counts as a hang (the fake LLM is instant)."""
