@@ -7,6 +7,7 @@ library without tests). Built once per content hash; `ensure_image()` returns it
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -85,6 +86,15 @@ def ensure_image(*, python: bool = True) -> str:
     tag = _tag() + ("" if python else "-nopython")
     if subprocess.run(["podman", "image", "exists", tag]).returncode == 0:
         return tag
+    # The suite's parallel workers may all want it first: one imports, the others wait.
+    with open(Path(tempfile.gettempdir()) / f"talaria-image-{os.getuid()}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run(["podman", "image", "exists", tag]).returncode != 0:
+            _import(tag, python)
+    return tag
+
+
+def _import(tag: str, python: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "rootfs"
         build_rootfs(root, python=python)
@@ -93,7 +103,6 @@ def ensure_image(*, python: bool = True) -> str:
             tar.add(root, arcname=".")
         subprocess.run(["podman", "import", "--quiet", str(tarball), tag], check=True,
                        capture_output=True)
-    return tag
 
 
 if __name__ == "__main__":
