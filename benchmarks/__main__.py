@@ -14,6 +14,7 @@ from benchmarks import (
     environments,
     execute_code,
     learning,
+    learning_loop,
     load_memory,
     lsp,
     prompt,
@@ -26,7 +27,7 @@ from benchmarks import (
 )
 
 SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
-          **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
+          **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS, **learning_loop.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
           **prompt.BENCHMARKS,
