@@ -120,9 +120,9 @@ async def learn(run: Path, skill_set: Path, config: Config, model: str | None = 
         raise LearnError(f"nothing to learn from in {run}: {len(lines)} attempt(s), {why}")
     chosen = model or config.review_model or config.model
     report = LearnReport(run.resolve(), skill_set, str(chosen), len(lines))
-    skill_set.mkdir(parents=True, exist_ok=True)
     config = replace(config, skill_set=skill_set, max_turns=REVIEW_MAX_CALLS)
-    provider = make_provider(config, chosen)
+    provider = make_provider(config, chosen)  # no model: nothing made
+    skill_set.mkdir(parents=True, exist_ok=True)
     for line in wins:
         done = Learned(str(line["task_id"]), int(line.get("attempt") or 1))
         report.tasks.append(done)

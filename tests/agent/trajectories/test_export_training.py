@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
 from talaria.agent.trajectories.export.atif import validate
 from tests import ROOT
 from tests.batchllm import RoutedLLM, prompt_of, script_turn
@@ -55,16 +54,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     with RoutedLLM(route) as llm:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test",
                "OPENAI_BASE_URL": llm.openai_base_url, "TALARIA_HOME": str(home)}
-        saved = dict(os.environ)
-        os.environ.update(env)
-        try:
-            result = run_batch(BatchOptions(tasks_file=root / "tasks.jsonl", run_name="r",
-                                            output_dir=root / "data", workers=3,
-                                            model="openai:fake"), progress_out=None)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-    path = result.run_dir / "trajectories.jsonl"
+        done = talaria("batch", str(root / "tasks.jsonl"), "--run-name", "r", "--output-dir",
+                       str(root / "data"), "--workers", "3", "--model", "openai:fake", env=env)
+    assert done.returncode == 1, done.stderr  # the stalled task failed (timeout)
+    path = root / "data" / "r" / "trajectories.jsonl"
     rows = {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
     yield {"root": root, "file": path, "rows": rows, "env": env}
 
