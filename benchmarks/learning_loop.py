@@ -42,7 +42,7 @@ FILES = {"hello": ("hello.txt", "Hello, world!\n"), "fizzbuzz": ("fizzbuzz.py", 
 CHECKS = {"hello": "cat hello.txt", "fizzbuzz": "python3 fizzbuzz.py 15"}
 SKILLS = {
     "hello": ("write-exact-file", "Use when a task asks for a file with exact contents (a "
-              "greeting, a config line): the text must match character for character.",
+              "greeting, a config line) that must match character for character.",
               "1. Copy the required text exactly: case, punctuation, spaces.\n"
               "2. Write it with write_file, then read it back before answering.\n"),
     "fizzbuzz": ("python-cli-script", "Use when a task asks for a Python program that takes "
