@@ -219,3 +219,19 @@ def test_load_from_store_has_metadata_times_and_events(tmp_path: Path) -> None:
     assert load_trajectory_file(path).messages == traj.messages
     with pytest.raises(TrajectoryNotFound):
         load_trajectory(store, "nope")
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["steps"][1].update(metrics={"prompt_tokens": 1}), "steps.1: Value error"),
+    (lambda d: d["steps"][2].update(step_id=9), "not sequential"),
+    (lambda d: d["steps"][2]["observation"]["results"][0].update(source_call_id="nope"),
+     "does not match any tool_call"),
+    (lambda d: d.update(final_metrics={"total_cost": 1.0}), "final_metrics.total_cost"),
+])
+def test_validation_names_what_atif_rejects(change, says: str) -> None:
+    doc = to_atif(fixture_trajectory(), agent_version="1.0")
+    validate(doc)
+    change(doc)
+    with pytest.raises(ValueError, match="not valid ATIF-v1.8") as caught:
+        validate(doc)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
