@@ -10,7 +10,8 @@ transcript JSONL (`$TALARIA_HOME/trajectories/ID.jsonl`) or a ShareGPT export; D
 every line of a ShareGPT FILE (a batch's trajectories.jsonl) becomes one record, in order, or
 the command fails naming the lines it cannot convert (exit 2, nothing written).
 `--solved-only` / `--min-reward X` keep the trajectories a verifier passed (a batch line's
-`resolved` / `reward`); a filter that keeps none is one line, exit 2, nothing written.
+`resolved` / `reward`); a filter that keeps none is one line, exit 2, nothing written. ATIF is
+one pretty document for one trajectory read, one document per line for more.
 `view` writes FILE.html beside a file, DIR/report.html in a batch dir, ./ID.html for a
 session. Imports are lazy: `talaria acp` never pays for this module.
 """
@@ -91,7 +92,9 @@ def _export(args: argparse.Namespace) -> int:
     if not trajectories:
         raise UsageError(_no_match(read, args))
     try:
-        text = export(trajectories, args.format, ToolCatalog.builtin(), _prices())
+        # Many read, one kept by a filter: still a line, as the others would have been.
+        text = export(trajectories, args.format, ToolCatalog.builtin(), _prices(),
+                      lines=len(read) > 1)
     except ExportError as exc:
         raise UsageError(str(exc)) from exc
     if args.output:

@@ -62,9 +62,10 @@ def select(trajectories: Sequence[Trajectory], *, solved_only: bool = False,
 
 
 def export(trajectories: Sequence[Trajectory], fmt: str, catalog: ToolCatalog,
-           prices: Mapping[str, Any] | None = None) -> str:
+           prices: Mapping[str, Any] | None = None, *, lines: bool | None = None) -> str:
     """The trajectories in `fmt`, redacted, as the text of one output file: one record per
-    trajectory, in order. `prices`: config's `[prices]` (the cost of each record). Raises
+    trajectory, in order. `prices`: config's `[prices]` (the cost of each record). `lines`:
+    ATIF as one document per line even for one (None: a lone document is pretty JSON). Raises
     ExportError naming every one that cannot be converted (an ATIF document that does not
     validate among them)."""
     if fmt not in FORMATS:
@@ -85,7 +86,7 @@ def export(trajectories: Sequence[Trajectory], fmt: str, catalog: ToolCatalog,
             failures.append((where, f"{type(exc).__name__}: {exc}"))
     if failures:
         raise ExportError(failures, len(trajectories))
-    if fmt == "atif" and len(records) == 1:
+    if fmt == "atif" and len(records) == 1 and not lines:
         return json.dumps(records[0], ensure_ascii=False, indent=2) + "\n"
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
