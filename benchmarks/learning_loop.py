@@ -11,8 +11,9 @@ model, `scripted_turn` below, served over the real OpenAI SDK (benchmarks/script
                  "Hello world" (unsolved) and explores before writing fizzbuzz.py
     5. curate    `talaria skills curate --set samples --with ... --baseline ...`
 
-`learning_loop` reports, per run, model calls and cost per solved task (prices: teacher $3/$15,
-student $0.25/$1.25 per M tokens; tokens at about four characters each), and what curate kept.
+`learning_loop` reports, per run, model calls, tokens and cost per solved task (prices: teacher
+$3/$15, student $0.25/$1.25 per M tokens; tokens at about four characters each), the reviews'
+calls and cost, and what curate kept.
 
 What a scripted model can show: that the loop runs end to end on real tasks and real checks,
 that a learned skill reaches a student's prompt and is viewed, that every figure (calls,
@@ -129,7 +130,10 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     solved = sum(bool(r.get("resolved")) for r in lines)
     calls = sum(int(r.get("turns") or 0) for r in lines)
     cost = sum(float(r.get("cost_usd") or 0.0) for r in lines)
+    tokens = {key: sum(int((r.get("tokens") or {}).get(key) or 0) for r in lines)
+              for key in ("input", "output")}
     return {"tasks": len(lines), "solved": solved, "model_calls": calls,
+            "input_tokens": tokens["input"], "output_tokens": tokens["output"],
             "cost_usd": round(cost, 6),
             "calls_per_solved": round(calls / solved, 3) if solved else None,
             "cost_per_solved_usd": round(cost / solved, 6) if solved else None}
@@ -163,7 +167,7 @@ def learning_loop() -> Iterator[dict[str, Any]]:
         teacher = batch("teacher", "openai:teacher")
         before = len(llm.requests)
         talaria("skills", "learn", "data/teacher", "--into", "samples", "--model", "openai:teacher")
-        review_calls = len(llm.requests) - before
+        reviews = llm.requests[before:]
         learned = json.loads(talaria("skills", "list", "--set", "samples", "--json").stdout)
         with_set = batch("with", "openai:student", "--skills", "samples")
         without = batch("without", "openai:student", "--skills", "none")
@@ -171,12 +175,26 @@ def learning_loop() -> Iterator[dict[str, Any]]:
                                      "--baseline", "data/without", "--json").stdout)
     yield {"name": "learning_loop", "model": "scripted (benchmarks/learning_loop.py)",
            "tasks": list(SAMPLES), "teacher": teacher,
-           "learn": {"review_model_calls": review_calls, "skills": [s["name"] for s in learned]},
+           "learn": {"review_model_calls": len(reviews), "cost_usd": _cost(reviews, "openai:teacher"),
+                     "skills": [s["name"] for s in learned]},
            "with_skills": with_set, "without_skills": without,
            "curate": {"archived": curated["archived"],
                       "verdicts": {v["skill"]: v["beats_baseline"] for v in curated["skills"]}},
            "note": "a scripted student does better with a skill because it was written to; "
                    "this measures the loop and its bookkeeping, not whether skills help a model"}
+
+
+def _cost(requests: list[dict[str, Any]], model: str) -> float:
+    """What the reviews' calls cost (they are in no run's lines): the endpoint's own usage
+    estimate for each request, at `model`'s price."""
+    from talaria.agent.providers.replay import turn_usage
+
+    price_in, price_out = PRICES[model]
+    total = 0.0
+    for body in requests:
+        usage = turn_usage(scripted_turn(body), len(json.dumps(body)))
+        total += (usage.input_tokens * price_in + usage.output_tokens * price_out) / 1e6
+    return round(total, 6)
 
 
 BENCHMARKS = {"learning_loop": learning_loop}
