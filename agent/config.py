@@ -187,6 +187,9 @@ class Config:
     talaria.tools.mcp.settings)."""
     prices: dict[str, Any] = field(default_factory=dict)
     """`[prices."MODEL"]` tables: dollars per million tokens (talaria.agent.pricing.Price)."""
+    skill_set: Path | None = None
+    """A skill set's folder, the session's whole skill library in place of `home/skills` and
+    the project's (`talaria skills learn`, `talaria batch --skills`; tools/skills/sets.py)."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each value came from: flag, env VAR, config.toml, default."""
     credentials: dict[str, str] = field(default_factory=dict, repr=False)

@@ -11,7 +11,7 @@ from typing import Any
 
 from talaria.tools.keys import unknown_key
 
-TABLE_KEYS = ("providers", "environments", "mcp_servers", "web", "mcp")
+TABLE_KEYS = ("providers", "environments", "mcp_servers", "web", "mcp", "prices")
 """Top-level tables besides the settings."""
 PROVIDER_KEYS = ("base_url", "api_key_env", "api", "compat", "context_window", "vision")
 """What a `[providers.NAME]` table may set (agent/providers/factory.py, Config.window_for)."""

@@ -15,6 +15,7 @@ from benchmarks import (
     execute_code,
     export,
     learning,
+    learning_loop,
     load_memory,
     lsp,
     prompt,
@@ -26,12 +27,27 @@ from benchmarks import (
     web_mcp,
 )
 
-SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS, **export.BENCHMARKS,
-          **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
-          **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
-          **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
-          **prompt.BENCHMARKS,
-          **load_memory.BENCHMARKS}
+SUITES = {
+    **acp.BENCHMARKS,
+    **batch.BENCHMARKS,
+    **batch_verify.BENCHMARKS,
+    **compaction.BENCHMARKS,
+    **core.BENCHMARKS,
+    **environments.BENCHMARKS,
+    **execute_code.BENCHMARKS,
+    **export.BENCHMARKS,
+    **learning.BENCHMARKS,
+    **learning_loop.BENCHMARKS,
+    **load_memory.BENCHMARKS,
+    **lsp.BENCHMARKS,
+    **prompt.BENCHMARKS,
+    **recall.BENCHMARKS,
+    **search.BENCHMARKS,
+    **shell.BENCHMARKS,
+    **stall.BENCHMARKS,
+    **subagents.BENCHMARKS,
+    **web_mcp.BENCHMARKS,
+}
 
 
 def main(argv: list[str]) -> int:

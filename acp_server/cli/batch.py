@@ -69,6 +69,9 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     batch.add_argument("--max-cost", type=float, metavar="USD",
                        help="stop an attempt whose model calls cost more (status cost_limit; "
                        "prices: [prices] in config.toml)")
+    batch.add_argument("--skills", metavar="SET|none",
+                       help="every task reads this skill set (talaria skills learn) as its whole "
+                       "skill library, read-only; none: no skills at all (the baseline)")
     batch.add_argument("--repos", metavar="DIR",
                        help="clones of the repositories SWE-bench instances name (DIR/owner__name)")
     batch.add_argument("--keep-workspaces", action="store_true",
@@ -96,6 +99,7 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep_workspaces, environment=args.env,
         no_checkpoints=args.no_checkpoints, agent=args.agent, attempts=args.attempts,
         max_cost=args.max_cost, repos=Path(args.repos) if args.repos else None,
+        skills=args.skills,
     )
     try:
         result = run_batch(options)

@@ -1,5 +1,7 @@
-"""`talaria skills list|view|pin|unpin|archive|restore|history|curate`: the user's side of the
-skill library (`$TALARIA_HOME/skills/`, plus the current project's skills)."""
+"""`talaria skills list|view|pin|unpin|archive|restore|history|curate|learn`: the user's side
+of the skill library (`$TALARIA_HOME/skills/`, plus the current project's skills), or with
+`--set NAME` of a skill set (`$TALARIA_HOME/skill-sets/NAME/`; `learn` and the curation by
+two runs' verdicts: skill_sets.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 
 from talaria.acp_server.cli import exits
 
-ACTIONS = ("list", "view", "pin", "unpin", "archive", "restore", "history", "curate")
+ACTIONS = ("list", "view", "pin", "unpin", "archive", "restore", "history", "curate", "learn")
 
 
 def add_parser(sub: Any) -> None:
@@ -20,14 +22,24 @@ def add_parser(sub: Any) -> None:
                             description="The skill library: $TALARIA_HOME/skills/ and the "
                             "project's .talaria/skills and .agents/skills.")
     skills.add_argument("action", choices=ACTIONS)
-    skills.add_argument("name", nargs="?", help="the skill (all but list and curate)")
+    skills.add_argument("name", nargs="?", help="the skill (all but list and curate); learn: "
+                        "the batch run directory (RUN) whose solved trajectories it learns from")
     skills.add_argument("version", nargs="?", type=int,
                         help="restore: a version from `history` (without: from the archive)")
     skills.add_argument("--cwd", default=".", help="project whose skills are included")
     skills.add_argument("--days", type=int, help="curate: archive agent-written skills unused "
                                                  "this many days (default: skills_curate_days)")
     skills.add_argument("--dry-run", action="store_true", help="curate: only report")
-    skills.add_argument("--json", action="store_true", help="list/history/curate as JSON")
+    skills.add_argument("--json", action="store_true", help="list/history/curate/learn as JSON")
+    skills.add_argument("--set", metavar="SET", dest="skill_set",
+                        help="act on the skill set SET ($TALARIA_HOME/skill-sets/SET) instead")
+    skills.add_argument("--into", metavar="SET", help="learn: the skill set to write (made if new)")
+    skills.add_argument("--model", help="learn: provider:model of the reviews (default: "
+                        "review_model, else model)")
+    skills.add_argument("--with", metavar="RUN", dest="with_run",
+                        help="curate --set: a batch run made with --skills SET ...")
+    skills.add_argument("--baseline", metavar="RUN", help="... and one of the same tasks made "
+                        "with --skills none: archive the skills whose tasks did not do better")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +53,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"talaria: {exc}", file=sys.stderr)
         return exits.USAGE
-    store = skill_store(config, Path(args.cwd).resolve())
+    from talaria.acp_server.cli import skill_sets
+
+    if args.action == "learn" or args.with_run or args.baseline:
+        return skill_sets.run(args, config)
+    try:
+        store = skill_sets.store(args, config) or skill_store(config, Path(args.cwd).resolve())
+    except SkillError as exc:
+        print(f"talaria skills {args.action}: {exc}", file=sys.stderr)
+        return exits.USAGE
     if args.action not in ("list", "curate") and not args.name:
         print(f"talaria skills {args.action}: name the skill (see `talaria skills list`)", file=sys.stderr)
         return exits.USAGE
@@ -53,18 +73,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store: Any, args: argparse.Namespace, config: Any) -> int:
+    from talaria.tools.skills.sets import provenance
+
     usage = store.usage()
     rows = [{"name": s.name, "description": s.description, "source": s.source,
              "category": s.category, "pinned": s.pinned,
              "created_by": s.metadata.get("created_by", "user"),
              "uses": usage.get(s.name, {}).get("uses", 0), "path": str(s.path),
-             **({"shadows": s.shadows} if s.shadows else {})}
+             **({"shadows": s.shadows} if s.shadows else {}),
+             **({"learned_from": learned} if (learned := provenance(s.path)) else {})}
             for s in sorted(store.scan().values(), key=lambda s: s.name)]
     if args.json:
         print(json.dumps(rows, indent=1))
     for r in [] if args.json else rows:
         flags = " [pinned]" if r["pinned"] else ""
         flags += " (shadows a user skill)" if r.get("shadows") else ""
+        if tasks := sorted({str(e.get("task")) for e in r.get("learned_from") or ()}):
+            flags += f" (learned from {', '.join(tasks)})"
         print(f"{r['name']}{flags} — {r['description'][:90]}  ({r['source']}, by {r['created_by']}, "
               f"used {r['uses']}×)")
     for problem in store.problems:

@@ -1,6 +1,7 @@
 """`talaria trajectories`: export and view recorded runs.
 
     talaria trajectories export SESSION|FILE... [--format sharegpt|openai|atif] [-o OUT]
+                                [--solved-only] [--min-reward X]
     talaria trajectories view SESSION|FILE|DIR [-o OUT.html]
 
 SESSION is a session id (or a unique prefix of one) in `$TALARIA_HOME/sessions.db`; FILE a
@@ -8,6 +9,9 @@ transcript JSONL (`$TALARIA_HOME/trajectories/ID.jsonl`) or a ShareGPT export; D
 (`data/NAME/` with trajectories.jsonl and statistics.json). Exports go to stdout without -o;
 every line of a ShareGPT FILE (a batch's trajectories.jsonl) becomes one record, in order, or
 the command fails naming the lines it cannot convert (exit 2, nothing written).
+`--solved-only` / `--min-reward X` keep the trajectories a verifier passed (a batch line's
+`resolved` / `reward`); a filter that keeps none is one line, exit 2, nothing written. ATIF is
+one pretty document for one trajectory read, one document per line for more.
 `view` writes FILE.html beside a file, DIR/report.html in a batch dir, ./ID.html for a
 session. Imports are lazy: `talaria acp` never pays for this module.
 """
@@ -44,6 +48,10 @@ def _add_subcommands(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--format", choices=FORMATS, default="sharegpt",
                         help="sharegpt (Hermes JSONL, default), openai (JSONL), atif (JSON)")
     export.add_argument("-o", "--output", metavar="OUT", help="output file (default: stdout)")
+    export.add_argument("--solved-only", action="store_true",
+                        help="only trajectories whose check passed (a batch line's resolved)")
+    export.add_argument("--min-reward", type=float, metavar="X",
+                        help="only trajectories whose verifier reward is at least X (0 to 1)")
     view = sub.add_parser("view", help="write a self-contained HTML page of a run or a batch")
     view.add_argument("source", metavar="SESSION|FILE|DIR")
     view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page")
@@ -75,20 +83,51 @@ def main(argv: list[str] | None = None) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """Every trajectory of every source (each line of a ShareGPT or batch file), or none."""
-    from talaria.agent.trajectories.export import ExportError, ToolCatalog, export
+    from talaria.agent.trajectories.export import ExportError, ToolCatalog, export, select
 
-    trajectories = [traj for source in args.sources for traj in load_all(source)]
+    if args.min_reward is not None and not 0 <= args.min_reward <= 1:
+        raise UsageError(f"--min-reward {args.min_reward:g}: a reward is between 0 and 1")
+    read = [traj for source in args.sources for traj in load_all(source)]
+    trajectories = select(read, solved_only=args.solved_only, min_reward=args.min_reward)
+    if not trajectories:
+        raise UsageError(_no_match(read, args))
     try:
-        text = export(trajectories, args.format, ToolCatalog.builtin())
+        # Many read, one kept by a filter: still a line, as the others would have been.
+        text = export(trajectories, args.format, ToolCatalog.builtin(), _prices(),
+                      lines=len(read) > 1)
     except ExportError as exc:
         raise UsageError(str(exc)) from exc
     if args.output:
         _write(Path(args.output), text)
     else:
         sys.stdout.write(text)
+    left = len(read) - len(trajectories)
     print(f"exported {len(trajectories)} trajectory(ies) as {args.format}"
-          + (f" to {args.output}" if args.output else ""), file=sys.stderr)
+          + (f" to {args.output}" if args.output else "")
+          + (f" ({left} left out by the filter)" if left else ""), file=sys.stderr)
     return 0
+
+
+def _no_match(read: list[Any], args: argparse.Namespace) -> str:
+    """Why a filter kept nothing, in one line."""
+    wanted = " and ".join(w for w in ("--solved-only" if args.solved_only else "",
+                                      f"--min-reward {args.min_reward:g}"
+                                      if args.min_reward is not None else "") if w)
+    checked = sum(t.extra.get("reward") is not None or t.extra.get("resolved") is not None
+                  for t in read)
+    why = (f"{checked} of them have a verdict" if checked
+           else "none has a verdict (only a batch run with checks gives one)")
+    return f"no trajectory matches {wanted}: {len(read)} read, {why}; nothing was written"
+
+
+def _prices() -> dict[str, Any]:
+    """config.toml's [prices], for each record's cost."""
+    from talaria.agent.config import load_config
+
+    try:
+        return load_config().prices
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _view(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ MEMORY_HEADER = ("# Memory (frozen at session start; memory tool writes show nex
 
 
 def skill_store(config: Config, project: Path | None = None) -> SkillStore:
-    return SkillStore(config.home, project, config.project_skill_writes)
+    """The user's and the project's skills, or the skill set `config.skill_set` alone."""
+    return SkillStore(config.home, project, config.project_skill_writes, root=config.skill_set)
 
 
 def memory_store(config: Config) -> MemoryStore:

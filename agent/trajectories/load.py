@@ -119,6 +119,10 @@ def load_trajectory_rows(path: Path | str) -> list[Trajectory]:
                                  f"({type(exc).__name__}: {exc})") from exc
 
 
+BATCH_KEYS = ("task_id", "attempt", "status", "reason", "error", "reward", "resolved", "skills")
+"""Fields of a batch line (or an export of one) a trajectory keeps in its `extra`."""
+
+
 def _sharegpt_row(path: Path, number: int, line: dict[str, Any], position: int) -> Trajectory:
     """One ShareGPT line (Hermes', `export --format sharegpt`, or a Talaria batch line)."""
     from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
@@ -132,9 +136,11 @@ def _sharegpt_row(path: Path, number: int, line: dict[str, Any], position: int) 
              "prompt_index": index if isinstance(index, int) else position}
     if isinstance(usage, dict):
         extra["usage"] = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
-    for key in ("task_id", "status", "reason", "error"):  # a Talaria batch line's own fields
+    for key in BATCH_KEYS:  # a Talaria batch line's own fields
         if line.get(key) is not None:
             extra[key] = line[key]
+    if "cost_usd" in line:  # recorded, even as None (no price): not to be guessed again
+        extra["cost_usd"] = line["cost_usd"]
     session_id = meta.get("session_id") or line.get("task_id") or f"{path.stem}-{position}"
     return build(
         parse_sharegpt(line), None, session_id=str(session_id),

@@ -63,7 +63,8 @@ def test_config_check_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
     assert done.stderr.count("max_turn'") == 1  # not again as a warning
     assert "5 problem(s)" in done.stderr and "Traceback" not in done.stderr
 
-    (home / "config.toml").write_text('max_turns = 5\n[providers.work]\nbase_url = "http://x/v1"\n')
+    (home / "config.toml").write_text('max_turns = 5\n[providers.work]\nbase_url = "http://x/v1"\n'
+                                      '[prices."openai:gpt-4o"]\ninput = 2.5\noutput = 10.0\n')
     done = talaria(["config", "check"], agent_env(home), tmp_path)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert done.stdout.endswith("config.toml: ok\n")

@@ -24,7 +24,7 @@ from tests.acp.test_client import agent_env
 
 pytestmark = pytest.mark.slow
 RUNTIME = {"anyio", "openai", "anthropic", "tiktoken", "pygls", "lsprotocol", "pyyaml", "mcp",
-           "trafilatura", "lxml_html_clean", "pypdf", "pillow"}
+           "trafilatura", "lxml_html_clean", "pypdf", "pillow", "atif"}
 
 
 def run(*cmd: str | Path, **kw: object) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,8 @@ this session has not viewed at its current version ("view it first" — the revi
 patch skills it had never read); create of a near-duplicate (names the skill to patch); text
 with credentials or injection; SKILL.md over `SKILL_MD_MAX` or a file over `SUPPORT_FILE_MAX`;
 paths outside the four supporting folders; delete of a pinned skill; writes to project skills
-unless the user allowed them. Provenance goes into frontmatter `metadata`.
+unless the user allowed them. Provenance goes into frontmatter `metadata` (and, for skills
+learned from a run, which run and task into `provenance.json`: sets.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from talaria.tools.skills.format import (
     render,
 )
 from talaria.tools.skills.guards import content_problem, near_duplicate
+from talaria.tools.skills.sets import note_provenance
 from talaria.tools.skills.state import SkillsState
 from talaria.tools.skills.store import HISTORY, SkillError, versions
 
@@ -67,6 +69,7 @@ def _create(state: SkillsState, name: str, args: dict[str, Any], session_id: str
                         "created_at": now, "updated_by": state.actor, "updated_at": now}
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(render(meta, body), encoding="utf-8")
+    _learned(state, folder, "create")
     version = store.commit(folder, by=state.actor, action="create", session=session_id)
     state.viewed[name] = version
     state.changed(f"Saved skill `{name}`")
@@ -108,6 +111,7 @@ def _remove_file(state: SkillsState, name: str, args: dict[str, Any], session_id
         raise SkillError(f"{name} has no file {relative}")
     target.unlink()
     _stamp(state, skill, session_id)
+    _learned(state, skill.path, f"remove_file {relative}")
     version = state.store.commit(skill.path, by=state.actor, action=f"remove_file {relative}",
                                  session=session_id)
     state.viewed[name] = version
@@ -153,6 +157,7 @@ def _save(state: SkillsState, skill: Skill, relative: str, text: str, action: st
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         _stamp(state, skill, session_id)
+    _learned(state, skill.path, f"{action} {relative}")
     version = state.store.commit(skill.path, by=state.actor, action=f"{action} {relative}",
                                  session=session_id)
     state.viewed[skill.name] = version
@@ -167,6 +172,12 @@ def _stamp(state: SkillsState, skill: Skill, session_id: str, **extra: Any) -> N
     meta["metadata"] = {**_meta(meta), **_updated(state, session_id),
                         **{k: str(v) for k, v in extra.items() if v is not None}}
     path.write_text(render(meta, body), encoding="utf-8")
+
+
+def _learned(state: SkillsState, folder: Path, action: str) -> None:
+    """A write of `talaria skills learn`: which run and task it came from, in the skill."""
+    if state.provenance is not None:
+        note_provenance(folder, state.provenance, action)
 
 
 def _writable(state: SkillsState, name: str, *, viewed: bool) -> Skill:

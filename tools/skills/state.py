@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from talaria.tools.skills.store import SkillStore
 
@@ -21,6 +22,9 @@ class SkillsState:
     """Successful skill_manage calls in this session."""
     on_change: Callable[[], None] | None = None
     """Called after every change (refreshes the editor's slash commands)."""
+    provenance: dict[str, Any] | None = None
+    """Where this session's writes were learned from ({run, task, attempt}: `talaria skills
+    learn`), kept with each written skill (sets.note_provenance); None: a live session."""
     # The background review's bookkeeping (agent.skills.review), per session:
     review: bool = False
     """Whether the background review runs after turns (config, then the session's option)."""

@@ -3,7 +3,8 @@
 User skills: `$TALARIA_HOME/skills/[category/]NAME/`. Project skills: `<project>/.talaria/
 skills/` then `<project>/.agents/skills/` (same layout); they are read-only to the agent unless
 the user allows writes there (`project_skill_writes`). A project skill shadows a user skill of
-the same name, and `Skill.shadows` says which.
+the same name, and `Skill.shadows` says which. A store over a skill set (`root`: see sets.py)
+has that folder in place of the user's skills, and no project skills.
 
 Every write snapshots the whole skill folder as a new version in `NAME/.history/NNNN/` (with
 `version.json`: who, when, what), so nothing is lost: `restore_version` brings one back as a
@@ -44,15 +45,17 @@ class SkillStore:
     project_writes: bool = False
     problems: list[str] = field(default_factory=list)
     """Skills found but not loaded, and why (from the last `scan`)."""
+    root: Path | None = None
+    """A skill set's folder: the whole library (None: `home/skills` and the project's)."""
 
     @property
     def user_root(self) -> Path:
-        return self.home / "skills"
+        return self.root if self.root is not None else self.home / "skills"
 
     def roots(self) -> list[tuple[Path, str]]:
         """(root, source), lowest precedence first."""
         roots = [(self.user_root, "user")]
-        if self.project is not None:
+        if self.project is not None and self.root is None:
             roots += [(self.project / d, "project") for d in reversed(PROJECT_DIRS)]
         return roots
 

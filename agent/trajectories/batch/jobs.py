@@ -88,7 +88,8 @@ def job_for(task: Task, attempt: int, environments: Environments, effective: dic
            # unless workspaces are kept: only then are they worth their git commands (about
            # half of a small task's time outside the model).
            "checkpoints": None if options.keep_workspaces and not options.no_checkpoints else False,
-           "attempt": attempt, "agent": effective["agent"], "max_cost": effective["max_cost"]}
+           "attempt": attempt, "agent": effective["agent"], "max_cost": effective["max_cost"],
+           "skills": effective.get("skills"), "skill_set": effective.get("skill_set")}
     if task.id in environments.errors:
         job["failed"] = make_record(job["task"], status="failed", reason="environment_error",
                                     error=environments.errors[task.id], messages=[],

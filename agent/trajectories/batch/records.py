@@ -8,6 +8,7 @@ A task's record (built here from its transcript) is
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning"},
      "duration_s", "model_s", "tool_stats": {tool: {"calls", "failed"}},
      "attempt" (1-based), "agent": "talaria" | "oracle" | "nop", "tags", "toolsets",
+     "skills": the skill set it ran with (`--skills NAME`), "none", or None (not given),
      "cost_usd": float | None (no price known for a model it used; see agent/pricing.py),
      "reward": float | None, "resolved": bool | None (None: the task has no check),
      "verifier": the check's verdict (verifier.py) without reward and resolved, or None,
@@ -128,6 +129,7 @@ def make_record(
         "agent": job.get("agent") or "talaria", "status": status, "reason": reason,
         "error": error, "messages": messages, "model": model,
         "tags": list(task.get("tags") or ()), "toolsets": toolsets_label(task, job),
+        "skills": job.get("skills"),
         **summarize(messages, prices), "duration_s": round(duration_s, 4),
         # A checked task whose check never ran (setup failed, worker died) is not solved.
         "reward": verdict["reward"] if verdict else (0.0 if checked else None),

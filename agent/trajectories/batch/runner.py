@@ -47,11 +47,12 @@ from talaria.agent.trajectories.batch.records import trajectory_line
 from talaria.agent.trajectories.batch.stats import compute
 from talaria.agent.trajectories.batch.tasks import TaskFileError
 from talaria.agent.trajectories.batch.worker import DEFAULT_TIMEOUT_S, resolve_tools
+from talaria.tools.skills.sets import NONE, contents, require_set
 
 MAX_WORKERS = 256
 MAX_ATTEMPTS = 1000
 RESUMABLE = ("model", "max_turns", "toolsets", "task_timeout", "executor", "address",
-             "environment", "agent", "attempts", "max_cost", "repos")
+             "environment", "agent", "attempts", "max_cost", "repos", "skills")
 """Options a `--resume` takes from the checkpoint when they are not given again."""
 
 
@@ -94,6 +95,9 @@ class BatchOptions:
     """Dollars one attempt may spend on model calls before its turn is stopped (`cost_limit`)."""
     repos: Path | None = None
     """Local clones or mirrors of the repositories SWE-bench instances name."""
+    skills: str | None = None
+    """A skill set (`$TALARIA_HOME/skill-sets/NAME`) every task reads, read-only, as its whole
+    skill library; "none": no skills at all; None: as before (the toolsets decide)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +176,16 @@ def run_batch(
         raise TaskFileError(f"{options.tasks_file}: no tasks (one JSON object per line, e.g. "
                             '{"prompt": "fix the failing test", "workspace": "project"})')
     check_prices(effective, tasks)
+    effective["skill_set"] = skill_set_folder(effective["skills"])  # bad input: run untouched
     meta: dict[str, Any] = {"run_name": options.run_name,
                             "tasks_file": str(options.tasks_file.resolve()),
                             "total_tasks": len(tasks)}
     run = RunDir.open(run_dir, meta=meta, resume=again)
     try:
         run.meta["options"] = effective
+        if effective["skill_set"]:  # what the set held when this invocation started
+            run.meta["skill_set"] = {"name": effective["skills"], "path": effective["skill_set"],
+                                     "skills": contents(Path(effective["skill_set"]))}
         keys = [(t, a) for a in range(1, effective["attempts"] + 1) for t in tasks]
         progress = Progress(len(keys), out=progress_out,
                             done=sum((t.id, a) in run.finished for t, a in keys),
@@ -223,6 +231,20 @@ def run_batch(
     tasks_stats = statistics["tasks"]
     return BatchResult(run_dir, len(keys), progress.ran, tasks_stats["completed"],
                        tasks_stats["failed"], statistics)
+
+
+def skill_set_folder(skills: str | None) -> str | None:
+    """The folder of the run's `--skills` set (None for `none` or no set); ValueError naming
+    an unknown set and how to make one."""
+    if skills in (None, NONE):
+        return None
+    from talaria.agent.config import load_config
+    from talaria.tools.skills.store import SkillError
+
+    try:
+        return str(require_set(load_config().home, str(skills)))
+    except SkillError as exc:
+        raise ValueError(f"--skills {skills}: {exc} (or --skills none: no skills)") from None
 
 
 def _configured_model() -> str | None:

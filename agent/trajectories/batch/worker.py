@@ -4,7 +4,8 @@
 
 JOB = {"task": Task.to_dict(), "model", "max_turns", "toolsets", "timeout", "keep": bool,
 "task_dir", "home", "session_id", "checkpoints": False | None (None: as configured),
-"attempt": int, "agent": "talaria" | "oracle" | "nop", "max_cost": dollars | None}. `task_dir/workspace` is the task's working directory: a
+"attempt": int, "agent": "talaria" | "oracle" | "nop", "max_cost": dollars | None,
+"skills": a set's name | "none" | None, "skill_set": the set's folder | None}. `task_dir/workspace` is the task's working directory: a
 fresh copy of its template, or empty; it is wiped first, so a task re-run after a crash starts
 clean. `home` is the worker's TALARIA_HOME under the run directory: its `sessions.db` holds
 each task's transcript as it happens, under the `session_id` the runner chose, so a worker
@@ -157,6 +158,26 @@ def _host(config: Any) -> Any:
     return _hosts[config.home]
 
 
+SKILL_TOOLS = ("skills_list", "skill_view", "skill_manage")
+READ_SKILLS = ("skills_list", "skill_view")
+
+
+def with_skills(job: dict[str, Any], tools: tuple[str, ...], config: Any) -> tuple[tuple[str, ...], Any]:
+    """The task's tools and config under `--skills`: a set is read (never written: a measured
+    run must not change what it measures) as the whole library; `none` takes every skill tool
+    away. Raises FileNotFoundError when the set is not on this machine (a Ray node elsewhere)."""
+    skills = job.get("skills")
+    if skills is None:
+        return tools, config
+    kept = tuple(name for name in tools if name not in SKILL_TOOLS)
+    if skills == "none":
+        return kept, config
+    folder = Path(str(job.get("skill_set")))
+    if not folder.is_dir():
+        raise FileNotFoundError(f"skill set {skills!r} is not at {folder} on this machine")
+    return (*kept, *READ_SKILLS), replace(config, skill_set=folder)
+
+
 def _environment(config: Any, task: dict[str, Any], job: dict[str, Any]) -> tuple[Any, str | None]:
     """(config, environment name) for the task: a Harbor task's resources (cpus, memory,
     network) become the settings of its container."""
@@ -190,7 +211,8 @@ async def execute(job: dict[str, Any], template: bytes | None = None) -> dict[st
         home = worker_home(job)
         config = replace(load_config({"model": model, "max_turns": job.get("max_turns"),
                                       "checkpoints": job.get("checkpoints")}), home=home)
-        tool_names = resolve_tools(task.get("toolsets") or job.get("toolsets"))
+        tool_names, config = with_skills(job, resolve_tools(task.get("toolsets") or job.get("toolsets")),
+                                         config)
         host = _host(config)
         watch = host.doors.watches[session_id] = CostWatch(job.get("max_cost"), config.prices)
         provider = ControlProvider(agent) if agent != "talaria" else _provider(config, model or config.model)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
+from talaria.agent.trajectories.export.atif import validate
 from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from tests import ROOT
 from tests.batchllm import RoutedLLM
@@ -82,6 +83,10 @@ def test_export_writes_every_line_in_order(run: dict, fmt: str, tmp_path: Path) 
     for source, record in zip(run["rows"], records, strict=True):
         prompt = PROMPTS[source["prompt_index"]]
         usage = source["metadata"]["usage"]
+        if fmt != "atif":  # the outcome, as the batch line recorded it (no check; no price
+            keys = ("reward", "resolved", "cost_usd")  # but 0.0 for a task with no call)
+            assert [record[k] for k in keys] == [source[k] for k in keys]
+            assert source["reward"] is source["resolved"] is None
         if fmt == "sharegpt":
             assert record["prompt_index"] == source["prompt_index"]
             assert record["conversations"] == source["conversations"]
@@ -93,7 +98,9 @@ def test_export_writes_every_line_in_order(run: dict, fmt: str, tmp_path: Path) 
             calls = [c for m in record["messages"] for c in m.get("tool_calls") or ()]
             assert len(calls) == sum(s["count"] for s in source["tool_stats"].values())
         else:
-            assert record["schema_version"] == "ATIF-v1.4"
+            validate(record)
+            assert record["schema_version"] == "ATIF-v1.8"
+            assert record["final_metrics"].get("total_cost_usd") == source["cost_usd"]
             assert record["extra"]["task_id"] == source["task_id"]
             assert record["extra"]["prompt_index"] == source["prompt_index"]
             assert record["steps"][1] == {**record["steps"][1], "source": "user", "message": prompt}
@@ -101,6 +108,7 @@ def test_export_writes_every_line_in_order(run: dict, fmt: str, tmp_path: Path) 
             failed = source["status"] == "failed"
             assert (record["extra"]["status"], record["extra"]["completion_status"]) == (
                 ("failed", "partial") if failed else ("completed", "completed"))
+            assert record["extra"]["partial"] is failed
 
 
 def test_export_names_the_lines_it_cannot_convert(run: dict, tmp_path: Path) -> None:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from talaria.agent.pricing import Price
 from talaria.agent.store import Store
 from talaria.agent.trajectories.export import ToolCatalog, export
-from talaria.agent.trajectories.export.atif import to_atif
+from talaria.agent.trajectories.export.atif import to_atif, validate
 from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from talaria.agent.trajectories.load import load_trajectory, load_trajectory_file, write_transcript
 from talaria.agent.trajectories.model import TrajectoryNotFound, build
@@ -79,8 +80,10 @@ def test_sharegpt_line_is_hermes_shaped() -> None:
     line = json.loads(export([fixture_trajectory()], "sharegpt", CATALOG))
     assert list(line) == ["prompt_index", "conversations", "metadata", "completed", "partial",
                           "api_calls", "toolsets_used", "tool_stats", "tool_error_counts",
-                          "subagents"]  # Hermes' fields, then ours (delegate_task's children)
-    assert line["subagents"] == []
+                          "subagents", "reward", "resolved", "cost_usd"]
+    # Hermes' fields, then ours: delegate_task's children, the outcome (no verdict, no price)
+    assert line["subagents"] == [] and (line["reward"], line["resolved"], line["cost_usd"]) == (
+        None, None, None)
     turns = line["conversations"]
     assert [t["from"] for t in turns[:5]] == ["system", "human", "gpt", "tool", "gpt"]
     system = turns[0]["value"]
@@ -135,9 +138,12 @@ def test_openai_messages_carry_wire_fields_only() -> None:
 
 
 def test_atif_document_follows_the_spec() -> None:
-    doc = to_atif(fixture_trajectory(), agent_version="1.0")
-    assert doc["schema_version"] == "ATIF-v1.4" and doc["session_id"] == "sess-golden"
+    doc = to_atif(fixture_trajectory(), agent_version="1.0", catalog=CATALOG)
+    validate(doc)  # the atif package's models: the whole document
+    assert doc["schema_version"] == "ATIF-v1.8" and doc["session_id"] == "sess-golden"
+    tools = doc["agent"].pop("tool_definitions")
     assert doc["agent"] == {"name": "talaria", "version": "1.0", "model_name": "openai:gpt-test"}
+    assert [t["function"]["name"] for t in tools] == CATALOG.names
     steps = doc["steps"]
     assert [s["step_id"] for s in steps] == list(range(1, len(steps) + 1))
     agent_only = {"model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics"}
@@ -165,6 +171,22 @@ def test_atif_document_follows_the_spec() -> None:
     assert bad_args["tool_calls"][0]["arguments"] == {}
     final = doc["final_metrics"]
     assert final["total_prompt_tokens"] == 109_500 and final["total_steps"] == len(steps)
+    assert "total_cost_usd" not in final  # no price for openai:gpt-test: no cost made up
+    outcome = {k: doc["extra"][k] for k in ("completion_status", "partial", "reward", "resolved")}
+    assert outcome == {"completion_status": "completed", "partial": False, "reward": None,
+                       "resolved": None}
+
+
+def test_atif_costs_each_call_at_its_price() -> None:
+    doc = to_atif(fixture_trajectory(), prices={"openai:gpt-test": Price(1.0, 2.0, 0.5)})
+    validate(doc)
+    calls = [s["metrics"]["cost_usd"] for s in doc["steps"] if "metrics" in s]
+    # The first call: 496 fresh prompt tokens at $1, 1,024 cached at $0.5, 96 out at $2 per M.
+    assert len(calls) == 7 and calls[0] == pytest.approx((496 * 1.0 + 1024 * 0.5 + 96 * 2.0) / 1e6)
+    assert doc["final_metrics"]["total_cost_usd"] == pytest.approx(sum(calls), abs=1e-6)
+    line = json.loads(export([fixture_trajectory()], "openai", CATALOG,
+                             {"openai:*": Price(1.0, 2.0, 0.5)}))
+    assert line["cost_usd"] == doc["final_metrics"]["total_cost_usd"]
 
 
 def test_completion_status_rules() -> None:
@@ -197,3 +219,19 @@ def test_load_from_store_has_metadata_times_and_events(tmp_path: Path) -> None:
     assert load_trajectory_file(path).messages == traj.messages
     with pytest.raises(TrajectoryNotFound):
         load_trajectory(store, "nope")
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["steps"][1].update(metrics={"prompt_tokens": 1}), "steps.1: Value error"),
+    (lambda d: d["steps"][2].update(step_id=9), "not sequential"),
+    (lambda d: d["steps"][2]["observation"]["results"][0].update(source_call_id="nope"),
+     "does not match any tool_call"),
+    (lambda d: d.update(final_metrics={"total_cost": 1.0}), "final_metrics.total_cost"),
+])
+def test_validation_names_what_atif_rejects(change, says: str) -> None:
+    doc = to_atif(fixture_trajectory(), agent_version="1.0")
+    validate(doc)
+    change(doc)
+    with pytest.raises(ValueError, match="not valid ATIF-v1.8") as caught:
+        validate(doc)
+    assert says in str(caught.value) and "\n" not in str(caught.value)

@@ -50,7 +50,7 @@ def test_export_files_to_an_output_file(home: Path, tmp_path: Path) -> None:
     done = cli("export", str(FIXTURE), "--format", "atif", "-o", str(out), home=home)
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == "ATIF-v1.4" and doc["session_id"] == "transcript"
+    assert doc["schema_version"] == "ATIF-v1.8" and doc["session_id"] == "transcript"
     two = cli("export", str(FIXTURE), SESSION, "--format", "openai", home=home)
     lines = two.stdout.splitlines()
     assert len(lines) == 2 and all("messages" in json.loads(line) for line in lines)
