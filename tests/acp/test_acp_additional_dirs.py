@@ -86,13 +86,18 @@ def test_bad_additional_directories_are_refused_by_name(tmp_path: Path, fake_llm
                                         "additionalDirectories": [entry]})
                 assert err.code == -32602, (method, entry, err)
                 assert "additionalDirectories" in str(err.data) and words in str(err.data)
-        err = ed.error("session/new", {"cwd": str(ed.project), "additionalDirectories": many})
+        err = ed.error("session/new", {"cwd": str(ed.project), "mcpServers": [],
+                                       "additionalDirectories": many})
         assert err.code == -32602 and f"at most {MAX_ADDITIONAL_DIRS}" in str(err.data)
-        err = ed.error("session/new", {"cwd": str(ed.project), "additionalDirectories": [3]})
-        assert err.code == -32602 and "additionalDirectories[0]" in str(err.data)
+        wrong = ed.response(ed.send_raw({"jsonrpc": "2.0", "id": "wrong", "method": "session/new",
+                                         "params": {"cwd": str(ed.project), "mcpServers": [],
+                                                    "additionalDirectories": [3]}}))["error"]
+        assert wrong["code"] == -32602 and "additionalDirectories[0]" in str(wrong["data"])
         # Repeats and the cwd itself are dropped: the list reported is the roots that count.
-        sid = ed.request("session/new", {"cwd": str(ed.project), "additionalDirectories": [
-            many[0], many[0] + "/", str(ed.project), many[1]]})["sessionId"]
+        sid = ed.request("session/new", {"cwd": str(ed.project), "mcpServers": [],
+                                         "additionalDirectories": [
+                                             many[0], many[0] + "/", str(ed.project), many[1]]})[
+            "sessionId"]
         assert listed(ed)[sid] == many[:2]
 
 
@@ -102,7 +107,7 @@ def test_each_lifecycle_request_sets_the_whole_list(tmp_path: Path, fake_llm) ->
         {"tool_calls": [call("write_file", path=str(two / "in-two.txt"), content="2")]},
         {"text": "wrote"},
     ])
-    with Editor(tmp_path, fake_llm, permission="reject_once") as ed:
+    with Editor(tmp_path, fake_llm, permission="reject_once", unstable=True) as ed:  # fork
         sid = open_with(ed, [one])
         assert listed(ed)[sid] == [str(one)]
         # Open in this process with other roots: opened again with those.

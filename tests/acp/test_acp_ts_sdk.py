@@ -138,8 +138,7 @@ def test_steer_with_nothing_running_and_notices(tmp_path: Path, fake_llm, projec
     run = run_plan(tmp_path, fake_llm, [initialize(**caps), new_session(project),
                                         prompt("/steer check the tests")], project=project)
     assert run.result("session/prompt")["stopReason"] == "end_turn"  # not an error
-    assert fake_llm.requests[-1]["json"]["messages"][-1]["content"] == [
-        {"type": "text", "text": "check the tests"}]
+    assert fake_llm.requests[-1]["json"]["messages"][-1]["content"] == "check the tests"
     said = "".join(u["content"]["text"] for u in run.updates("agent_message_chunk"))
     if notices:
         [notice] = run.updates("notice")
@@ -182,11 +181,12 @@ def test_additional_directories_round_trip(tmp_path: Path, fake_llm, project: Pa
 
 
 def test_compaction_summary_streams_as_chunks(tmp_path: Path, fake_llm, project: Path) -> None:
-    summary = "## Goal\nread a.py\n## Open work\n- none"
-    fake_llm.script([{"tool_calls": [call("read_file", "r1", path="a.py")]}, {"text": "Read."},
-                     {"text": summary}])
+    (project / "ledger.txt").write_text("".join(f"row {i}: balances to zero\n" for i in range(400)))
+    summary = "## Goal\nread the ledger\n## Open work\n- none"
+    fake_llm.script([{"tool_calls": [call("read_file", "r1", path="ledger.txt")]},
+                     {"text": "Read."}, {"text": summary}])
     run = run_plan(tmp_path, fake_llm, [initialize(session={"compaction": {}}),
-                                        new_session(project), prompt("read a.py"),
+                                        new_session(project), prompt("read the ledger"),
                                         prompt("/compact")], project=project)
     assert run.result("session/prompt", 1)["stopReason"] == "end_turn"
     chunks = run.updates("compaction_summary_chunk")
