@@ -36,6 +36,14 @@ def system_prompt(cwd: Path, additional_dirs: tuple[Path, ...] = ()) -> str:
     return text
 
 
+def roots_note(additional_dirs: tuple[Path, ...]) -> str:
+    """What the model is told when a session comes back with other additional directories."""
+    if not additional_dirs:
+        return "[The project has no additional directories any more: only the project root.]"
+    return ("[The project's additional directories are now (absolute paths reach them): "
+            f"{', '.join(map(str, additional_dirs))}.]")
+
+
 _WORD = re.compile(r"\S+")
 
 

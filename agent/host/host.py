@@ -40,6 +40,7 @@ from talaria.agent.host.parts import (
     Outcome,
     RootsInUse,
 )
+from talaria.agent.prompt import roots_note
 from talaria.agent.providers.base import Provider
 from talaria.agent.runtime import (
     Opening,
@@ -176,13 +177,18 @@ class SessionHost:
             return open_session  # opened by another request meanwhile
         if session_id in self.sessions:
             await self.close(session_id)
-        if stored_dirs(record.meta) != [str(d) for d in additional_dirs]:
+        moved = stored_dirs(record.meta) != [str(d) for d in additional_dirs]
+        if moved:
             self.store.update_session(session_id, meta=dirs_meta(record.meta, additional_dirs))
         opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
                           title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
                           prestart=self.prestart)
-        return await self._open(opening, model=_stored_model(record.model))
+        session = await self._open(opening, model=_stored_model(record.model))
+        if moved:  # its system prompt names the old ones: the model is told
+            session.append({"role": "user", "content": roots_note(additional_dirs),
+                            "process_note": True})
+        return session
 
     def _reopened(self, session_id: str, additional_dirs: tuple[Path, ...]) -> Session | None:
         """The open session when its roots are `additional_dirs`; None when it is not open or

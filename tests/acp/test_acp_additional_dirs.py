@@ -117,6 +117,9 @@ def test_each_lifecycle_request_sets_the_whole_list(tmp_path: Path, fake_llm) ->
         ed.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
         assert ed.prompt(sid, "write in two")["stopReason"] == "end_turn"
         assert not ed.permission_requests  # `two` is inside the project now
+        told = [m["content"] for m in fake_llm.requests[0]["json"]["messages"]]
+        assert told[-2:] == [f"[The project's additional directories are now (absolute paths "
+                             f"reach them): {two}.]", [{"type": "text", "text": "write in two"}]]
         fork = ed.request("session/fork", {"sessionId": sid, "cwd": str(ed.project),
                                            "mcpServers": [], "additionalDirectories": [str(one)]})
         assert listed(ed)[fork["sessionId"]] == [str(one)]
