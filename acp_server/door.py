@@ -22,6 +22,7 @@ from talaria.acp_server.updates import (
     notice,
     permission_tool_call,
     subagent_update,
+    summary_chunk,
     to_update,
 )
 from talaria.agent import events as ev
@@ -50,7 +51,10 @@ class AcpDoor:
         self.session_id = session_id
         self.workspace = workspace
         self.compaction_updates = compaction_updates
-        """The client advertised `session.compaction` (else compactions are notices)."""
+        """The client advertised `session.compaction`: compactions are `compaction_update`s,
+        their summaries streamed as `compaction_summary_chunk`s (else compactions are notices)."""
+        self._summaries: dict[str, list[str]] = {}
+        """Compaction id -> the summary streamed so far."""
         self._config_options = config_options
         self._on_editor_gone = on_editor_gone
         self.elicitation = elicitation
@@ -67,7 +71,14 @@ class AcpDoor:
 
     async def emit(self, event: ev.Event) -> None:
         if isinstance(event, ev.Compacted):
-            await self.notify(compaction(event, client_supports=self.compaction_updates))
+            streamed = "".join(self._summaries.pop(event.id, ()))
+            for part in compaction(event, client_supports=self.compaction_updates,
+                                     streamed=streamed):
+                await self.notify(part)
+        elif isinstance(event, ev.CompactionText):
+            if self.compaction_updates:
+                self._summaries.setdefault(event.id, []).append(event.text)
+                await self.notify(summary_chunk(event.id, event.text))
         elif isinstance(event, ev.OptionChanged):
             if event.option == "mode":
                 await self.notify({"sessionUpdate": "current_mode_update", "currentModeId": event.value})

@@ -90,7 +90,7 @@ def replay_updates(
                 bool(message.get("applied")), message.get("summary"),
                 bool(message.get("fallback")), message.get("error"),
             )
-            yield compaction(event, client_supports=compaction_updates)
+            yield from compaction(event, client_supports=compaction_updates)
         elif is_event(message) and message.get("type") == UNREADABLE:  # the rest loads
             text = (f"\n> Stored message {message.get('seq')} of this session could not be read "
                     f"and is left out: {message.get('error')}.\n")

@@ -66,6 +66,17 @@ def cwd_param(params: dict[str, Any]) -> Path:
     return cwd
 
 
+def dirs_param(params: dict[str, Any], cwd: Path) -> tuple[Path, ...]:
+    """The `additionalDirectories` of session/new, load, resume or fork (absent: none), each
+    an absolute path to a readable directory; -32602 naming the first that is not."""
+    from talaria.tools.paths import additional_dirs
+
+    try:
+        return additional_dirs(cwd, params.get("additionalDirectories") or [])
+    except ValueError as exc:
+        raise RpcError.invalid_params(f"`additionalDirectories`: {exc}") from None
+
+
 def mcp_servers_param(params: dict[str, Any]) -> list[Any]:
     """The `mcpServers` of session/new, load or resume as `ServerSpec`s (absent or null: none)."""
     from talaria.tools.mcp.settings import from_acp

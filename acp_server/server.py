@@ -81,7 +81,7 @@ class AcpServer:
                 "mcpCapabilities": {"http": True, "sse": True},
                 # `fork` is unstable in ACP v1: clients that do not know it ignore it.
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {},
-                                        "fork": {}},
+                                        "additionalDirectories": {}, "fork": {}},
                 "auth": {"logout": {}},
             },
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},

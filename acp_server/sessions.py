@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.learning import CommandsUpdates
-from talaria.acp_server.params import cwd_param, mcp_servers_param, param, quoted
-from talaria.agent.host import ModelFailure, NoSuchSession, SessionHost
+from talaria.acp_server.params import cwd_param, dirs_param, mcp_servers_param, param, quoted
+from talaria.agent.host import ModelFailure, NoSuchSession, RootsInUse, SessionHost
 
 if TYPE_CHECKING:
     from talaria.agent.door import FrontDoor
@@ -51,11 +51,12 @@ class AcpDoors:
         self.config_options: Any = None
         """Session -> its `configOptions` (set by `AcpSessions`)."""
 
-    def workspace(self, session_id: str, cwd: Path) -> Workspace:
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Workspace:
         from talaria.acp_server.editor_workspace import EditorWorkspace
         from talaria.tools.local.workspace import LocalWorkspace
 
-        return EditorWorkspace(self.peer, session_id, self.client.capabilities, LocalWorkspace(cwd))
+        return EditorWorkspace(self.peer, session_id, self.client.capabilities,
+                               LocalWorkspace(cwd, roots))
 
     def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
         from talaria.acp_server.door import AcpDoor
@@ -94,8 +95,9 @@ class AcpSessions:
 
     async def new(self, params: dict[str, Any]) -> Reply:
         cwd = cwd_param(params)
+        dirs = dirs_param(params, cwd)
         servers = tuple(mcp_servers_param(params))
-        session = await self._opened(self.host.open(cwd, mcp_servers=servers))
+        session = await self._opened(self.host.open(cwd, mcp_servers=servers, additional_dirs=dirs))
         return Reply({"sessionId": session.id, **self.state(session)}, then=self.announce(session))
 
     async def load(self, params: dict[str, Any]) -> Reply:
@@ -119,16 +121,20 @@ class AcpSessions:
     async def _restore(self, params: dict[str, Any]) -> Session:
         session_id = param(params, "sessionId")
         cwd = cwd_param(params)
+        dirs = dirs_param(params, cwd)
         servers = tuple(mcp_servers_param(params))
-        return await self._opened(self.host.restore(session_id, cwd, mcp_servers=servers))
+        return await self._opened(self.host.restore(session_id, cwd, mcp_servers=servers,
+                                                    additional_dirs=dirs))
 
     async def fork(self, params: dict[str, Any]) -> Reply:
         """Unstable `session/fork`: a new session with the transcript up to now; the editor's
         `mcpServers` are connected as for new/load/resume."""
         source_id = param(params, "sessionId")
         cwd = cwd_param(params)
+        dirs = dirs_param(params, cwd)
         servers = tuple(mcp_servers_param(params))
-        session = await self._opened(self.host.fork(source_id, cwd, mcp_servers=servers))
+        session = await self._opened(self.host.fork(source_id, cwd, mcp_servers=servers,
+                                                    additional_dirs=dirs))
         return Reply({"sessionId": session.id, **self.state(session)},
                      then=self.announce(session, plan=True))
 
@@ -139,18 +145,22 @@ class AcpSessions:
             raise session_error(exc) from None
         except ModelFailure as exc:
             raise RpcError.from_model(exc) from None
+        except RootsInUse as exc:
+            raise RpcError.invalid_params(str(exc)) from None
         return session
 
     async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
         from talaria.acp_server import updates
         from talaria.acp_server.params import parse_cursor
+        from talaria.agent.runtime import stored_dirs
 
         cwd, cursor = params.get("cwd"), params.get("cursor")  # strings or None (ACP_CHECKS)
         before = parse_cursor(cursor) if cursor else None
         records = self.host.store.list_sessions(cwd=cwd, before=before, limit=LIST_PAGE + 1)
         page = records[:LIST_PAGE]
         result: dict[str, Any] = {"sessions": [
-            {"sessionId": r.id, "cwd": r.cwd, "title": r.title, "updatedAt": updates.iso(r.updated_at)}
+            {"sessionId": r.id, "cwd": r.cwd, "additionalDirectories": stored_dirs(r.meta),
+             "title": r.title, "updatedAt": updates.iso(r.updated_at)}
             for r in page
         ]}
         if len(records) > LIST_PAGE:

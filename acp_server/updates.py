@@ -120,22 +120,37 @@ def subagent_update(event: ev.SubagentChanged) -> dict[str, Any]:
             "_meta": {"talaria": {"toolCallId": event.card}}}
 
 
-def compaction(event: ev.Compacted, *, client_supports: bool) -> dict[str, Any]:
-    """ACP `compaction_update` for clients that advertise `session.compaction`, else a notice."""
+def summary_chunk(compaction_id: str, text: str) -> dict[str, Any]:
+    """The unstable ACP `compaction_summary_chunk` (only for clients advertising
+    `session.compaction`): a piece of a compaction's summary."""
+    return {"sessionUpdate": "compaction_summary_chunk", "compactionId": compaction_id,
+            "content": text_block(text)}
+
+
+def compaction(event: ev.Compacted, *, client_supports: bool,
+               streamed: str = "") -> list[dict[str, Any]]:
+    """A compaction's updates. For clients that advertise `session.compaction`: its summary
+    as a `compaction_summary_chunk` (unless it was `streamed` as it was written), then the
+    `compaction_update` that ends it (with `summary` only where the final one replaces what was
+    streamed: a fallback summary). Else one agent message chunk that says what happened."""
     if client_supports:
+        updates = []
+        summary = event.summary or ""
+        if summary and not streamed:
+            updates.append(summary_chunk(event.id, summary))
         update: dict[str, Any] = {
             "sessionUpdate": "compaction_update", "compactionId": event.id,
             "status": "completed" if event.applied else "failed",
             "_meta": {"talaria": {"beforeTokens": event.before, "afterTokens": event.after,
                                   "stage": event.stage, "fallback": event.fallback}},
         }
-        if event.summary:
-            update["summary"] = [text_block(event.summary)]
+        if summary and streamed and streamed.strip() != summary:
+            update["summary"] = [text_block(summary)]
         if event.error or not event.applied:
             update["error"] = event.error or (
                 f"the context stays at {event.before:,} tokens: what compaction keeps whole "
                 "(the system prompt, the first request, the latest turn) is nearly all of it")
-        return update
+        return [*updates, update]
     if event.applied:
         text = f"\n> Compacted the context: {event.before:,} -> {event.after:,} tokens"
     else:  # issue 23: "2,281 -> 2,281 tokens" alone did not say why nothing changed
@@ -144,4 +159,4 @@ def compaction(event: ev.Compacted, *, client_supports: bool) -> dict[str, Any]:
                 "all of it")
     if event.fallback:
         text += " (the summary model failed; a summary built from the transcript was used)"
-    return {"sessionUpdate": "agent_message_chunk", "content": text_block(text + "\n")}
+    return [{"sessionUpdate": "agent_message_chunk", "content": text_block(text + "\n")}]

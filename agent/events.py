@@ -111,6 +111,15 @@ class Compacted:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionText:
+    """A piece of a compaction's summary as the summary model writes it; the `Compacted` of
+    the same `id` follows with the whole summary (which may differ: trimmed, or a fallback)."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class OptionChanged:
     """A session option (mode, model, reasoning_effort, exec_mode) took a new value."""
 
@@ -143,6 +152,7 @@ Event = (
     | TitleUpdated
     | Notice
     | Compacted
+    | CompactionText
     | OptionChanged
     | SubagentChanged
 )

@@ -133,7 +133,8 @@ async def _set_environment(session: Session, config: Config, value: str) -> None
         raise OptionError("this session's environment cannot be changed")
     try:
         env = open_environment(resolve(value, config.environments), cwd=session.cwd,
-                               session_id=session.id, home=config.home)
+                               session_id=session.id, home=config.home,
+                               extra=session.additional_dirs)
         await ws.switch(env)
     except EnvError as exc:
         raise OptionError(f"{exc} (the session stays on {ws.name})") from None

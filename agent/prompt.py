@@ -8,7 +8,7 @@ from pathlib import Path
 
 SYSTEM_PROMPT = """\
 You are Talaria, a coding agent working in the user's project through their editor.
-Project root: {cwd}. OS: {os}.
+Project root: {cwd}.{more} OS: {os}.
 
 - Use tools to inspect before you change anything; read a file before patching it.
 - Prefer `patch` for edits and `write_file` for new files; keep the file's style.
@@ -21,9 +21,11 @@ INSTRUCTION_FILES = ("AGENTS.md",)
 INSTRUCTIONS_LIMIT = 8_000
 
 
-def system_prompt(cwd: Path) -> str:
+def system_prompt(cwd: Path, additional_dirs: tuple[Path, ...] = ()) -> str:
     """The base prompt, plus the project's AGENTS.md when it has one (capped)."""
-    text = SYSTEM_PROMPT.format(cwd=cwd, os=platform.system())
+    more = (f" Also part of the project (absolute paths reach them): "
+            f"{', '.join(map(str, additional_dirs))}." if additional_dirs else "")
+    text = SYSTEM_PROMPT.format(cwd=cwd, more=more, os=platform.system())
     for name in INSTRUCTION_FILES:
         path = cwd / name
         try:
@@ -32,6 +34,14 @@ def system_prompt(cwd: Path) -> str:
             continue
         text += f"\n# Project instructions ({name})\n{extra}\n"
     return text
+
+
+def roots_note(additional_dirs: tuple[Path, ...]) -> str:
+    """What the model is told when a session comes back with other additional directories."""
+    if not additional_dirs:
+        return "[The project has no additional directories any more: only the project root.]"
+    return ("[The project's additional directories are now (absolute paths reach them): "
+            f"{', '.join(map(str, additional_dirs))}.]")
 
 
 _WORD = re.compile(r"\S+")

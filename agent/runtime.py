@@ -78,7 +78,9 @@ def environment_workspace(config: Config, base: Workspace, session_id: str,
     from talaria.tools.environments.spec import resolve
 
     spec = resolve(name or config.environment, config.environments)
-    env = open_environment(spec, cwd=base.cwd, session_id=session_id, home=config.home)
+    extra = tuple(root for root in base.roots if root != base.cwd)  # additional directories
+    env = open_environment(spec, cwd=base.cwd, session_id=session_id, home=config.home,
+                           extra=extra)
     return EnvWorkspace(base, env)
 
 
@@ -92,6 +94,9 @@ class Opening:
     A session comes back from `new_session` finished: nothing is set on it afterwards."""
 
     cwd: Path
+    additional_dirs: tuple[Path, ...] = ()
+    """More roots of the project beside `cwd` (ACP `additionalDirectories`, `--add-dir`):
+    inside the project for every tool, its sandboxes, checkpoints and environment."""
     session_id: str = field(default_factory=lambda: new_session_id())
     """Made before the session, because its door is bound to it."""
     mode: str | None = None
@@ -122,7 +127,7 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
         exec_settings=ExecSettings(
             mode=config.exec_mode, timeout=config.exec_timeout,
             env_passthrough=config.exec_env_passthrough,
-            cache_dir=config.home / "cache" / "exec",
+            cache_dir=config.home / "cache" / "exec", roots=opening.additional_dirs,
         ),
         kernels=kernels,
     )
@@ -136,6 +141,7 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     session = Session(
         id=opening.session_id,
         cwd=cwd,
+        additional_dirs=opening.additional_dirs,
         door=door,
         provider=provider,
         tools=tools,
@@ -189,9 +195,11 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
             session.append(message)  # a crash mid-tool: the call gets an honest result
         return session
     if store is not None:
-        store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode)
+        store.create_session(session.id, str(cwd), model=provider.name, mode=session.permissions.mode,
+                             meta=dirs_meta({}, opening.additional_dirs))
     extra = prompt_sections(session)
-    session.append({"role": "system", "content": system_prompt(cwd) + (f"\n{extra}\n" if extra else "")})
+    text = system_prompt(cwd, opening.additional_dirs)
+    session.append({"role": "system", "content": text + (f"\n{extra}\n" if extra else "")})
     return session
 
 
@@ -212,17 +220,34 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
     if config.checkpoints:
         from talaria.agent.checkpoints import TurnCheckpoints
 
-        checkpoints = session.checkpoints = TurnCheckpoints(config.home, session.cwd, session.id)
+        checkpoints = session.checkpoints = TurnCheckpoints(
+            config.home, session.cwd, session.id, session.additional_dirs)
         if prestart:
             checkpoints.prime()  # the first turn's checkpoint then costs what a later one does
 
 
 def spawn_subagent(config: Config, *, cwd: Path, door: FrontDoor, provider: Provider, mode: str,
-                   kernels: KernelPool) -> Session:
+                   kernels: KernelPool, additional_dirs: tuple[Path, ...] = ()) -> Session:
     """A subagent's session (`subagents.Delegator` finishes it from its parent): no store,
     no tools of its own yet."""
-    return new_session(config, Opening(cwd, mode=mode, tool_names=()), door=door,
-                       provider=provider, store=None, kernels=kernels)
+    opening = Opening(cwd, additional_dirs, mode=mode, tool_names=())
+    return new_session(config, opening, door=door, provider=provider, store=None, kernels=kernels)
+
+
+DIRS_META = "additional_directories"
+"""The key of a stored session's additional directories in its `meta`."""
+
+
+def dirs_meta(meta: dict[str, Any], dirs: tuple[Path, ...]) -> dict[str, Any]:
+    """A stored session's `meta` with `dirs` as its additional directories."""
+    kept = {k: v for k, v in meta.items() if k != DIRS_META}
+    return {**kept, DIRS_META: [str(d) for d in dirs]} if dirs else kept
+
+
+def stored_dirs(meta: dict[str, Any]) -> list[str]:
+    """A stored session's additional directories (none for sessions stored before them)."""
+    dirs = meta.get(DIRS_META)
+    return [d for d in dirs if isinstance(d, str)] if isinstance(dirs, list) else []
 
 
 def _clarifier(session: Session, question: Clarifier) -> Clarifier:

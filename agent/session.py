@@ -51,6 +51,8 @@ class Session:
     supports_images: bool
     """False: image parts of prompts are replaced by a note (the model cannot take them)."""
     reasoning_effort: str | None
+    additional_dirs: tuple[Path, ...] = ()
+    """More roots of the project beside `cwd` (`runtime.Opening.additional_dirs`)."""
     summarizer: Summarizer | None = None
     """Writes compaction summaries; None: the session's own model does."""
     context: LiveContext = field(default_factory=LiveContext)

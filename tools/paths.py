@@ -18,7 +18,8 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -47,6 +48,9 @@ STORE_NAME = "sessions.db"
 transcripts, the content of secret reads included."""
 MAX_HIDDEN_GLOB_MATCHES = 256
 """Paths one absolute `sensitive_paths` glob may add to the sandbox's hidden list."""
+MAX_ADDITIONAL_DIRS = 32
+"""Directories a session may add to its project (each is mounted in sandboxes and containers
+and has its own checkpoint repository)."""
 
 
 def resolve(raw: str, cwd: Path) -> Path:
@@ -60,6 +64,34 @@ def resolve(raw: str, cwd: Path) -> Path:
 
 URL_PREFIXES = (*WEB_SCHEMES, "data:")
 """What a path argument that may hold a URL (`ToolSpec.url_args`) holds when it is no path."""
+
+
+def additional_dirs(cwd: Path, raw: Sequence[str]) -> tuple[Path, ...]:
+    """A session's additional directories (ACP `additionalDirectories`, `--add-dir`): more
+    roots of its project beside `cwd`, in order, normalised, without repeats or `cwd` itself.
+    ValueError naming the first entry that is not an absolute path to a readable directory,
+    or when there are more than `MAX_ADDITIONAL_DIRS`."""
+    if len(raw) > MAX_ADDITIONAL_DIRS:
+        raise ValueError(f"{len(raw)} additional directories: at most {MAX_ADDITIONAL_DIRS}")
+    found: dict[Path, None] = {}
+    for entry in raw:
+        shown = repr(entry) if len(entry) <= 120 else repr(entry[:117]) + "..."
+        if "\x00" in entry or not os.path.isabs(entry):
+            raise ValueError(f"additional directory {shown} is not an absolute path")
+        path = Path(os.path.normpath(entry))
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            raise ValueError(f"additional directory {shown} does not exist") from None
+        except OSError as exc:  # permission denied on a parent, a loop of symlinks...
+            raise ValueError(f"additional directory {shown} cannot be used: {exc.strerror}") from None
+        if not is_dir:
+            raise ValueError(f"additional directory {shown} is not a directory")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ValueError(f"additional directory {shown} cannot be read (permission denied)")
+        if path != Path(os.path.normpath(cwd)):
+            found[path] = None
+    return tuple(found)
 
 
 def is_url(raw: str) -> bool:

@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "they are refused unless --yes\nor --mode allows them.")
     run.add_argument("prompt")
     run.add_argument("--cwd", default=".", help="project directory (default: current)")
+    run.add_argument("--add-dir", action="append", default=[], metavar="DIR",
+                     help="another directory that is part of the project (repeatable)")
     run.add_argument("--model", help="provider:model (overrides TALARIA_MODEL)")
     run.add_argument("--mode", help="permission mode: default, accept_edits, plan, auto, dont_ask, "
                                     "bypass (see the README's table)")

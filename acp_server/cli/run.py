@@ -130,10 +130,10 @@ class LocalDoors:
         self.on_event = on_event
         self.asker = asker
 
-    def workspace(self, session_id: str, cwd: Path) -> Any:
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Any:
         from talaria.tools.local.workspace import LocalWorkspace
 
-        return LocalWorkspace(cwd)
+        return LocalWorkspace(cwd, roots)
 
     def door(self, session_id: str, workspace: Any) -> Any:
         from talaria.agent.door import LocalDoor
@@ -143,7 +143,7 @@ class LocalDoors:
 
 async def run_task(
     prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView,
-    policy: TerminalAsker | None = None,
+    policy: TerminalAsker | None = None, additional_dirs: tuple[Path, ...] = (),
 ) -> tuple[str, str, Path]:
     """Run one prompt; returns (stop reason, session id, sessions.db path). Without `yes`,
     permission questions go to `policy` (default: a new TerminalAsker). Raises the host's
@@ -155,7 +155,8 @@ async def run_task(
     host = SessionHost(config, LocalDoors(view, local_asker(policy or TerminalAsker())),
                        editor=False)
     try:
-        session = await host.open(cwd, mode="bypass" if yes else None)
+        session = await host.open(cwd, mode="bypass" if yes else None,
+                                  additional_dirs=additional_dirs)
         outcome = await host.prompt(session, prompt)
         # The answer is printed; a due background review runs now, its notices after it.
         if outcome.after is not None:
@@ -180,7 +181,7 @@ def child_env(**overrides: str) -> dict[str, str]:
 
 async def run_over_acp(
     prompt: str, *, cwd: Path, flags: dict[str, Any], yes: bool, view: TerminalView,
-    policy: TerminalAsker | None = None,
+    policy: TerminalAsker | None = None, additional_dirs: tuple[Path, ...] = (),
 ) -> tuple[str, str]:
     """Run one prompt through a `talaria acp` child; returns (stop reason, session id)."""
     from talaria.acp_server.client.core import AcpClient, allow_all
@@ -194,7 +195,7 @@ async def run_over_acp(
     permission = allow_all if yes else policy or TerminalAsker()
     async with AcpClient(env=env, cwd=cwd, permission=permission, on_update=view.update) as client:
         await client.initialize()
-        session_id = await client.open_session(cwd)
+        session_id = await client.open_session(cwd, additional_dirs=additional_dirs)
         if flags.get("mode"):
             await client.set_mode(session_id, flags["mode"])
         return await client.prompt(session_id, prompt), session_id
@@ -225,6 +226,13 @@ def run_cli(args: argparse.Namespace) -> int:
     if not cwd.is_dir():
         print(f"talaria: --cwd {cwd} is not a directory", file=sys.stderr)
         return exits.USAGE
+    try:
+        from talaria.tools.paths import additional_dirs
+
+        dirs = additional_dirs(cwd, [str(Path(d).resolve()) for d in args.add_dir])
+    except ValueError as exc:
+        print(f"talaria: --add-dir: {exc}", file=sys.stderr)
+        return exits.USAGE
     if args.mode is not None:
         from talaria.agent.permissions import normalize_mode
 
@@ -241,7 +249,8 @@ def run_cli(args: argparse.Namespace) -> int:
     task = run_over_acp if getattr(args, "acp", False) else run_task
     try:
         reason, session_id, *_ = anyio.run(lambda: task(
-            args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view, policy=policy))
+            args.prompt, cwd=cwd, flags=flags, yes=args.yes, view=view, policy=policy,
+            additional_dirs=dirs))
     except ModelFailure as exc:
         _error_line(view, exc.message)
         return exits.MODEL

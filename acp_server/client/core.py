@@ -220,10 +220,14 @@ class AcpClient:
         })
         return self.agent
 
-    async def open_session(self, cwd: str | Path, mcp_servers: Sequence[JsonObject] = ()) -> str:
-        """Start a session in `cwd` (made absolute); returns its id."""
+    async def open_session(self, cwd: str | Path, mcp_servers: Sequence[JsonObject] = (),
+                           additional_dirs: Sequence[str | Path] = ()) -> str:
+        """Start a session in `cwd` (made absolute), with more directories of its project
+        (`additionalDirectories`, made absolute); returns its id."""
         cwd = Path(os.path.abspath(cwd))
-        result = await self._request("session/new", {"cwd": str(cwd), "mcpServers": list(mcp_servers)})
+        dirs = {"additionalDirectories": [os.path.abspath(d) for d in additional_dirs]}
+        result = await self._request("session/new", {
+            "cwd": str(cwd), "mcpServers": list(mcp_servers), **(dirs if additional_dirs else {})})
         session_id = result["sessionId"]
         self.session_cwds[session_id] = cwd
         return session_id
@@ -389,3 +393,4 @@ class _TracedWriter(anyio.abc.ByteSendStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+

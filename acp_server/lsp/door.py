@@ -87,7 +87,8 @@ class LspDoor:
     async def emit(self, event: ev.Event) -> None:
         turn = self.turn
         if isinstance(event, ev.Compacted):
-            self.send(compaction(event, client_supports=False))
+            for part in compaction(event, client_supports=False):
+                self.send(part)
         elif isinstance(event, ev.OptionChanged):
             if event.option == "mode":
                 self.send({"sessionUpdate": "current_mode_update", "currentModeId": event.value})

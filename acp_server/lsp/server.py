@@ -187,18 +187,31 @@ def _start_agent(ls: TalariaServer) -> LspAgent:
         if mode not in MODES:  # bypass is for headless runs
             mode = "default"
     model = ls.init_options.get("model")
-    ls.documents = DocumentWorkspace(LocalWorkspace(_root(ls)), ls)
+    roots = _roots(ls)
+    ls.documents = DocumentWorkspace(LocalWorkspace(roots[0], roots), ls)
     ls.agent = LspAgent(ls, ls.config, ls.documents, unattended=unattended, mode=mode,
                         model=model if isinstance(model, str) and model.strip() else None)
     return ls.agent
 
 
-def _root(ls: TalariaServer) -> Path:
-    folders = list(ls.workspace.folders.values())
-    for uri in [*(f.uri for f in folders), ls.workspace.root_uri]:
-        if uri and (path := to_fs_path(uri)) and Path(path).is_dir():
-            return Path(path)
-    return Path.cwd()
+def _roots(ls: TalariaServer) -> tuple[Path, ...]:
+    """The project: the first workspace folder (else `rootUri`, else the cwd), then the other
+    folders as its additional directories."""
+    from talaria.tools.paths import MAX_ADDITIONAL_DIRS, additional_dirs
+
+    def directories(uris: list[str | None]) -> list[Path]:
+        return [Path(p) for uri in uris if uri and (p := to_fs_path(uri)) and Path(p).is_dir()]
+
+    folders = directories([f.uri for f in ls.workspace.folders.values()])
+    found = folders or directories([ls.workspace.root_uri])
+    root = found[0] if found else Path.cwd()
+    extra = [str(p) for p in folders[1:] if p.is_absolute()]
+
+    try:
+        return (root, *additional_dirs(root, extra[:MAX_ADDITIONAL_DIRS]))
+    except ValueError as exc:  # an unreadable folder: the project without the others
+        ls.notify("window/showMessage", {"type": 2, "message": f"Talaria: {exc}"})
+        return (root,)
 
 
 def failure(exc: LspFailure) -> JsonRpcException:

@@ -79,8 +79,8 @@ class LspDoors:
         user chose a mode; it holds)."""
         self.sessions: dict[str, Session] = {}
 
-    def workspace(self, session_id: str, cwd: Path) -> Workspace:
-        return self.documents
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Workspace:
+        return self.documents  # its roots: the client's workspace folders (`_start_agent`)
 
     def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
         door = LspDoor(self.client, session_id, workspace, can_ask=True)
@@ -130,7 +130,8 @@ class LspAgent:
             await self.host.close(self.session.id)
         self.session = None
         try:
-            self.session = await self.host.open(self.workspace.cwd, model=self.model, mode=self.mode)
+            self.session = await self.host.open(self.workspace.cwd, model=self.model, mode=self.mode,
+                                                additional_dirs=tuple(self.workspace.roots[1:]))
         except ModelFailure as exc:
             raise LspFailure(REQUEST_FAILED, exc.message) from None
         return self.session

@@ -42,6 +42,10 @@ class Checkpoint:
     skipped: list[str] = field(default_factory=list)
     """Files left out of the snapshot, with why (size), for the user to know."""
     undone: bool = False
+    roots: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """The session's additional directories: directory -> the commits of its own shadow
+    repository before and after (`{"before", "after"}`); their files are in `changed` and
+    `pre_images` by absolute path."""
 
     @property
     def paths(self) -> list[str]:

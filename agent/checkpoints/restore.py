@@ -12,14 +12,15 @@ snapshot, and marks the turns from N on as undone. Files go back through `worksp
 editor that writes (`fs/write_text_file`) text files are written there, so the editor shows
 the change; binary files, deletions and sessions without an editor use the disk. Files the
 turn wrote through the editor come back from their pre-images. A restore is itself a
-checkpoint (kind `restore`), so `/restore` of it takes the restore back. Bad input (nothing
+checkpoint (kind `restore`), so `/restore` of it takes the restore back. The additional
+directories a checkpoint covers (`Checkpoint.roots`) are put back with the project. Bad input (nothing
 to undo, no such checkpoint) raises CheckpointError before anything is changed.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,9 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
     now, changes = await anyio.to_thread.run_sync(_plan, repo, journal, target, whole, label)
     what = (f"as they were at checkpoint {target.number}" if whole
             else f"as they were before the turn \"{target.prompt[:60]}\"")
+    gone = [f"{d}/ (no longer a directory)" for d in target.roots if d not in now]
     changes, editor_texts, failed = await _apply(repo.project, changes, workspace)
+    failed += gone
     if failed and not changes:
         raise CheckpointError(f"could not restore {', '.join(failed[:NAMED_FILES])}; nothing "
                               "was changed")
@@ -126,22 +129,24 @@ async def _run(repo: ShadowRepo, journal: Journal, target: Checkpoint, workspace
 
 
 def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
-          label: str) -> tuple[str, list[Change]]:
-    """(commit of the project now, the files to put back)."""
+          label: str) -> tuple[dict[str, str], list[Change]]:
+    """(the commit of each root now: "" the project, else an additional directory; the files
+    to put back). Each repository under its own lock, never two at once."""
+    now: dict[str, str] = {}
+    changes: list[Change] = []
+    for directory, shas in target.roots.items():
+        extra = ShadowRepo(repo.home, Path(directory))
+        if not extra.project.is_dir():
+            continue  # named in the reply
+        with extra.locked():
+            now[directory], found = _root_changes(extra, shas["before"], shas.get("after"),
+                                                  whole, label)
+        changes += [replace(c, path=f"{directory}/{c.path}") for c in found]
     with repo.locked():
-        now, _ = repo.snapshot(f"before {label}")
-        if whole or target.after is None:
-            disk = repo.diff(target.before, now)
-        else:
-            disk = repo.diff(target.before, target.after)
-        contents = repo.contents(target.before, [path for _, path in disk])
-        changes = []
-        for status, path in disk:
-            found = contents.get(path)
-            changes.append(Change(path, status, found[0] if found else None,
-                                  found[1] if found else None))
+        now[""], found = _root_changes(repo, target.before, target.after, whole, label)
+        changes += found
         later = [c for c in journal.load() if c.number >= target.number] if whole else [target]
-        seen = {path for _, path in disk}
+        seen = {c.path for c in changes}
         for checkpoint in later:  # the earliest pre-image of each file wins
             for path, name in checkpoint.pre_images.items():
                 if path in seen:
@@ -153,6 +158,23 @@ def _plan(repo: ShadowRepo, journal: Journal, target: Checkpoint, whole: bool,
                     continue  # its pre-image is gone: better left alone than guessed
                 changes.append(Change(path, "E", None if text is None else text.encode()))
         return now, sorted(changes, key=lambda c: c.path)
+
+
+def _root_changes(repo: ShadowRepo, before: str | None, after: str | None, whole: bool,
+                  label: str) -> tuple[str, list[Change]]:
+    """(the root's commit now, its files that differ from `before`: since then for a whole
+    restore or an unfinished turn, else those the turn changed). Call with its lock held."""
+    now, _ = repo.snapshot(f"before {label}")
+    if before is None:
+        return now, []
+    disk = repo.diff(before, now if whole or after is None else after)
+    contents = repo.contents(before, [path for _, path in disk])
+    changes = []
+    for status, path in disk:
+        found = contents.get(path)
+        changes.append(Change(path, status, found[0] if found else None,
+                              found[1] if found else None))
+    return now, changes
 
 
 async def _apply(project: Path, changes: list[Change], workspace: Any
@@ -244,17 +266,32 @@ def _mark_undone(journal: Journal, target: Checkpoint, whole: bool) -> None:
             journal.update(checkpoint)
 
 
-def _record(repo: ShadowRepo, journal: Journal, target: Checkpoint, before: str,
+def _record(repo: ShadowRepo, journal: Journal, target: Checkpoint, before: dict[str, str],
             editor_texts: dict[str, str | None], session_id: str, label: str,
             whole: bool, restored: list[str]) -> Checkpoint | None:
+    """The restore as a checkpoint of its own (None when it changed nothing), each root's
+    restored files committed in its repository."""
+    changed: list[list[str]] = []
+    roots: dict[str, dict[str, str | None]] = {}
+    for directory, sha in before.items():
+        if not directory:
+            continue
+        extra, prefix = ShadowRepo(repo.home, Path(directory)), f"{directory}/"
+        mine = [p.removeprefix(prefix) for p in restored if p.startswith(prefix)]
+        with extra.locked():
+            after, _ = extra.snapshot(f"after {label}", mine)
+            changed += [[status, prefix + path] for status, path in extra.diff(sha, after)]
+        roots[directory] = {"before": sha, "after": after}
     with repo.locked():
-        after, _ = repo.snapshot(f"after {label}", restored)
-        changed = [[status, path] for status, path in repo.diff(before, after)]
+        ours = [p for p in restored if not os.path.isabs(p)]
+        after, _ = repo.snapshot(f"after {label}", ours)
+        changed = [[status, path] for status, path in repo.diff(before[""], after)] + changed
         _mark_undone(journal, target, whole)
         if not changed and not editor_texts:
             return None
         record = journal.add({"kind": "restore", "session_id": session_id, "prompt": label,
-                              "before": before, "after": after, "changed": changed})
+                              "before": before[""], "after": after, "changed": changed,
+                              "roots": roots})
         record.pre_images = journal.write_pre_images(record.number, editor_texts)
         journal.update(record)
         return record

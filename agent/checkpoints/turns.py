@@ -1,5 +1,9 @@
 """One session's checkpoints: a snapshot before each turn's first change, closed when it ends.
 
+A session's additional directories are snapshotted with its project, each in its own shadow
+repository (`ShadowRepo(home, directory)`); the checkpoint in the project's journal names their
+commits (`Checkpoint.roots`) and lists their files by absolute path.
+
 The loop calls `begin_turn(prompt)` and `end_turn()`; the tool runner calls `before_change()`
 before any call that may change files (so a turn that only reads costs nothing) and
 `record_write(path, old_text)` after a write, keeping the first pre-image of each file the
@@ -24,8 +28,13 @@ PROMPT_CHARS = 200
 
 
 class TurnCheckpoints:
-    def __init__(self, home: Path, project: Path, session_id: str) -> None:
+    def __init__(self, home: Path, project: Path, session_id: str,
+                 extra: tuple[Path, ...] = ()) -> None:
         self.repo = ShadowRepo(home, project)
+        self.extra = [repo for repo in (ShadowRepo(home, directory) for directory in extra)
+                      if not repo.project.is_relative_to(self.repo.project)]
+        """The session's additional directories (those not inside the project, which its own
+        snapshot covers), each snapshotted with the project."""
         self.journal = Journal(self.repo.dir)
         self.session_id = session_id
         self.prompt = ""
@@ -43,8 +52,9 @@ class TurnCheckpoints:
         starts): git then hashes the project's files now, not during the first turn, whose
         checkpoint only looks at what changed since. Failures are left for that checkpoint."""
         def run() -> None:
-            with contextlib.suppress(CheckpointError, OSError), self.repo.locked():
-                self.repo.stage()
+            for repo in (self.repo, *self.extra):
+                with contextlib.suppress(CheckpointError, OSError), repo.locked():
+                    repo.stage()
 
         thread = threading.Thread(target=run, name="checkpoint-prime", daemon=True)
         thread.start()
@@ -83,16 +93,27 @@ class TurnCheckpoints:
         return None
 
     def _take(self) -> Checkpoint:
+        label = f"before: {self.prompt[:60]}"
+        roots, skipped = {}, []
+        for repo in self.extra:  # each under its own lock, never two at once (no lock order)
+            try:
+                with repo.locked():
+                    sha, left_out = repo.snapshot(label)
+            except (CheckpointError, OSError) as exc:
+                skipped.append(f"{repo.project}/ (an additional directory: {exc})")
+                continue
+            roots[str(repo.project)] = {"before": sha, "after": None}
+            skipped += [f"{repo.project}/{entry}" for entry in left_out]
         with self.repo.locked():
-            sha, left_out = self.repo.snapshot(f"before: {self.prompt[:60]}")
+            sha, left_out = self.repo.snapshot(label)
             return self.journal.add({"kind": "turn", "session_id": self.session_id,
-                                     "prompt": self.prompt, "before": sha, "skipped": left_out})
+                                     "prompt": self.prompt, "before": sha,
+                                     "skipped": left_out + skipped, "roots": roots})
 
     def record_write(self, path: str, old_text: str | None) -> None:
         """A file the turn wrote, with its text before (None: it did not exist)."""
-        try:
-            relative = str(Path(path).resolve().relative_to(self.repo.project))
-        except ValueError:
+        relative = self._key(Path(path).resolve())
+        if relative is None:
             return  # outside the project: not ours to checkpoint
         if relative in self.writes or relative in self.too_large:
             return
@@ -100,6 +121,13 @@ class TurnCheckpoints:
             self.too_large.append(relative)
             return
         self.writes[relative] = old_text
+
+    def _key(self, path: Path) -> str | None:
+        """How the journal names a file: relative to the project, by its absolute path in an
+        additional directory, None elsewhere."""
+        if path.is_relative_to(self.repo.project):
+            return str(path.relative_to(self.repo.project))
+        return str(path) if any(path.is_relative_to(r.project) for r in self.extra) else None
 
     async def end_turn(self) -> None:
         checkpoint, writes, self.current = self.current, self.writes, None
@@ -111,11 +139,25 @@ class TurnCheckpoints:
 
     def _finish(self, checkpoint: Checkpoint, writes: dict[str, str | None],
                 too_large: list[str]) -> None:
+        label = f"after: {self.prompt[:60]}"
+        changed = []
+        for repo in self.extra:
+            shas = checkpoint.roots.get(str(repo.project))
+            if shas is None or shas["before"] is None:
+                continue
+            try:
+                with repo.locked():
+                    after, _ = repo.snapshot(label)
+                    changed += [[status, f"{repo.project}/{path}"]
+                                for status, path in repo.diff(shas["before"], after)]
+                shas["after"] = after
+            except (CheckpointError, OSError):  # without `after`: a restore diffs against now
+                continue
         with self.repo.locked():
-            sha, _ = self.repo.snapshot(f"after: {self.prompt[:60]}")
+            sha, _ = self.repo.snapshot(label)
             checkpoint.after = sha
             checkpoint.changed = [[status, path] for status, path in self.repo.diff(
-                checkpoint.before, sha)]
+                checkpoint.before, sha)] + changed
             checkpoint.pre_images = self.journal.write_pre_images(checkpoint.number, writes)
             checkpoint.skipped += [f"{p} (its pre-image is larger than {FILE_LIMIT // 2**20} MiB)"
                                    for p in too_large]

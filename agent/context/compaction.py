@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ import anyio
 from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
 from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
-from talaria.agent.events import Compacted
+from talaria.agent.events import Compacted, CompactionText
 from talaria.agent.session import Session
 from talaria.agent.transcript import (
     CompactionEvent,
@@ -71,6 +72,10 @@ Use exactly these sections:
 """
 
 
+def new_compaction_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 @dataclass(frozen=True, slots=True)
 class Compaction:
     messages: list[Message]
@@ -82,7 +87,7 @@ class Compaction:
     error: str | None = None
     dropped: tuple[int, int] = (0, 0)
     """Index span [start, end) of the pre-compaction context replaced by the summary."""
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    id: str = field(default_factory=lambda: new_compaction_id())
 
     @property
     def progress(self) -> bool:
@@ -170,17 +175,21 @@ def fallback_summary(middle: list[Message], reason: str) -> str:
 async def compact(
     messages: list[Message], *, window: int, tools: list[dict[str, Any]], summarizer: Summarizer,
     focus: str | None = None, force_summary: bool = False, between_turns: bool = False,
+    on_text: Callable[[str], Awaitable[None]] | None = None, compaction_id: str | None = None,
 ) -> Compaction:
+    """`on_text`: each piece of the summary as a model writes it (`ProviderSummarizer`);
+    `compaction_id`: the result's id (default: a new one), known to `on_text`'s receiver."""
+    ident = compaction_id or new_compaction_id()
     # Counting (the tokenizer's first build too), stage 1 and the transcript for the summary
     # are CPU work over the whole context, tens of ms for a 1 MB message: a worker thread, so
     # that the event loop goes on serving other requests (issue 9).
     before, head, tail, reduced, after = await anyio.to_thread.run_sync(
         _stage1, messages, window, tools, between_turns)
     if not force_summary and after <= window * TARGET_SHARE:
-        return Compaction(reduced, before, after, stage=1)
+        return Compaction(reduced, before, after, stage=1, id=ident)
     middle = reduced[head:tail]
     if not middle:
-        return Compaction(reduced, before, after, stage=1)
+        return Compaction(reduced, before, after, stage=1, id=ident)
     instructions = TEMPLATE
     if any(str(m.get("content", "")).startswith(SUMMARY_MARK) for m in middle):
         instructions += "\nThe transcript starts with the previous summary: update it with what " \
@@ -191,7 +200,11 @@ async def compact(
     try:
         with anyio.fail_after(SUMMARY_TIMEOUT):
             transcript = await anyio.to_thread.run_sync(render_transcript, middle)
-            summary = (await summarizer.summarize(instructions, transcript)).strip()
+            if on_text is not None and isinstance(summarizer, ProviderSummarizer):
+                summary = await summarizer.summarize(instructions, transcript, on_text)
+            else:
+                summary = await summarizer.summarize(instructions, transcript)
+            summary = summary.strip()
         if not summary:
             raise ValueError("the summary model returned nothing")
         # One marker per context: an echoed marker would make the next update nest summaries.
@@ -208,7 +221,7 @@ async def compact(
     after += await anyio.to_thread.run_sync(
         lambda: tokens.count_messages([plain(note)]) - tokens.count_messages(middle))
     return Compaction(new, before, after, stage=2, summary=summary,
-                      fallback=fallback, error=error, dropped=(head, tail))
+                      fallback=fallback, error=error, dropped=(head, tail), id=ident)
 
 
 def _stage1(
@@ -245,10 +258,15 @@ async def compact_session(
         if reason == "overflow":
             # The provider's limit is below what we were told: size the tail by what we have.
             window = min(window, await session.context.exact(session.tool_definitions()))
+    ident = new_compaction_id()
+
+    async def streamed(text: str) -> None:  # the summary as it is written (ACP: chunks)
+        await session.door.emit(CompactionText(ident, text))
+
     result = await compact(
         list(session.messages), window=window, tools=session.tool_definitions(),
         summarizer=summarizer_for(session), focus=focus, force_summary=force_summary,
-        between_turns=between_turns,
+        between_turns=between_turns, on_text=streamed, compaction_id=ident,
     )
     if result.progress:
         session.context.replace(result.messages, usage=result.after)

@@ -13,8 +13,9 @@ session's whole life:
     host.cancel(session.id); await host.close(session.id); await host.delete(session.id)
 
 Errors a door translates: `ModelFailure` (no model could be made, or a model call failed:
-`setup`, `auth`, a one-line `message`, `data` for programs), `NoSuchSession`, and
-`commands.CommandError` (a slash command's bad argument). An environment that cannot start is
+`setup`, `auth`, a one-line `message`, `data` for programs), `NoSuchSession`, `RootsInUse`
+(other additional directories for a session whose turn runs), and `commands.CommandError` (a
+slash command's bad argument). An environment that cannot start is
 an `EnvError` for headless doors; editors' sessions fall back to local with a warning.
 """
 
@@ -31,16 +32,26 @@ import anyio
 
 from talaria.agent.config import Config
 from talaria.agent.events import Notice
-from talaria.agent.host.parts import Content, Doors, ModelFailure, NoSuchSession, Outcome
+from talaria.agent.host.parts import (
+    Content,
+    Doors,
+    ModelFailure,
+    NoSuchSession,
+    Outcome,
+    RootsInUse,
+)
+from talaria.agent.prompt import roots_note
 from talaria.agent.providers.base import Provider
 from talaria.agent.runtime import (
     Opening,
+    dirs_meta,
     environment_workspace,
     last_todos,
     make_provider,
     new_session,
     new_session_id,
     open_store,
+    stored_dirs,
     tools_ready,
 )
 from talaria.agent.session import Session
@@ -133,41 +144,68 @@ class SessionHost:
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
                    tool_names: tuple[str, ...] = DEFAULT_TOOLS, session_id: str | None = None,
-                   provider: Provider | None = None, config: Config | None = None) -> Session:
+                   provider: Provider | None = None, config: Config | None = None,
+                   additional_dirs: tuple[Path, ...] = ()) -> Session:
         """A new session. `environment`: NAME[:ARG] instead of the configured one; `provider`:
         one the door already has (a batch worker keeps its SDK clients); `config`: settings of
-        this session alone (a batch task's model and limits), same home."""
-        opening = Opening(cwd, session_id=session_id or new_session_id(), mode=mode,
-                          tool_names=tool_names, mcp_servers=mcp_servers, prestart=self.prestart)
+        this session alone (a batch task's model and limits), same home; `additional_dirs`:
+        more roots of its project (`tools.paths.additional_dirs` checked them)."""
+        opening = Opening(cwd, additional_dirs, session_id=session_id or new_session_id(),
+                          mode=mode, tool_names=tool_names, mcp_servers=mcp_servers,
+                          prestart=self.prestart)
         return await self._open(opening, model=model, environment=environment,
                                 provider=provider, config=config)
 
     async def restore(self, session_id: str, cwd: Path, *,
-                      mcp_servers: tuple[ServerSpec, ...] = ()) -> Session:
+                      mcp_servers: tuple[ServerSpec, ...] = (),
+                      additional_dirs: tuple[Path, ...] = ()) -> Session:
         """A saved session brought back (ACP load/resume): its model, mode, title and plan;
-        the open one when it is open already."""
+        the open one when it is open already. `additional_dirs` are its roots from now on
+        (ACP: the request's list is the whole list, none when omitted); an open session with
+        other ones is opened again with these, unless a turn runs (`RootsInUse`)."""
         from talaria.agent.permissions import MODES
 
-        if session_id in self.sessions:
-            return self.sessions[session_id]
+        if (open_session := self._reopened(session_id, additional_dirs)) is not None:
+            return open_session
         record = self.store.get_session(session_id)
         if record is None:
             raise NoSuchSession(session_id, saved=True)
         # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
         history = await anyio.to_thread.run_sync(
             lambda: self.store.messages(session_id, include_archived=False))
-        if session_id in self.sessions:  # opened by another request meanwhile
-            return self.sessions[session_id]
-        opening = Opening(cwd, session_id=session_id, history=history, title=record.title,
-                          mode=record.mode if record.mode in MODES else None,
+        if (open_session := self._reopened(session_id, additional_dirs)) is not None:
+            return open_session  # opened by another request meanwhile
+        if session_id in self.sessions:
+            await self.close(session_id)
+        moved = stored_dirs(record.meta) != [str(d) for d in additional_dirs]
+        if moved:
+            self.store.update_session(session_id, meta=dirs_meta(record.meta, additional_dirs))
+        opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
+                          title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
                           prestart=self.prestart)
-        return await self._open(opening, model=_stored_model(record.model))
+        session = await self._open(opening, model=_stored_model(record.model))
+        if moved:  # its system prompt names the old ones: the model is told
+            session.append({"role": "user", "content": roots_note(additional_dirs),
+                            "process_note": True})
+        return session
+
+    def _reopened(self, session_id: str, additional_dirs: tuple[Path, ...]) -> Session | None:
+        """The open session when its roots are `additional_dirs`; None when it is not open or
+        may be opened again with other roots; RootsInUse while a turn of it runs."""
+        session = self.sessions.get(session_id)
+        if session is None or session.additional_dirs == additional_dirs:
+            return session
+        if session.prompts.busy:
+            raise RootsInUse(session_id)
+        return None
 
     async def fork(self, source_id: str, cwd: Path, *,
-                   mcp_servers: tuple[ServerSpec, ...] = ()) -> Session:
+                   mcp_servers: tuple[ServerSpec, ...] = (),
+                   additional_dirs: tuple[Path, ...] = ()) -> Session:
         """A new session with the source's transcript up to now (what a running turn has
-        committed so far), its model, mode and plan; the source goes on untouched."""
+        committed so far), its model, mode and plan; the source goes on untouched. Its roots
+        are `additional_dirs`, not the source's (ACP: the request's list is the whole list)."""
         source = self.sessions.get(source_id)
         record = self.store.get_session(source_id)
         if record is None:
@@ -181,9 +219,10 @@ class SessionHost:
         history = await anyio.to_thread.run_sync(
             lambda: store.messages(fork_id, include_archived=False))
         title = f"{record.title or 'Untitled'} (fork)"[:80]
-        store.update_session(fork_id, title=title)
+        store.update_session(fork_id, title=title, meta=dirs_meta(record.meta, additional_dirs))
         todos = source.tool_state.todos if source is not None else last_todos(history) or []
-        opening = Opening(cwd, session_id=fork_id, history=history, title=title, todos=todos,
+        opening = Opening(cwd, additional_dirs, session_id=fork_id, history=history, title=title,
+                          todos=todos,
                           mode=source.permissions.mode if source else None,
                           mcp_servers=mcp_servers, prestart=self.prestart)
         return await self._open(opening, provider=provider)
@@ -226,7 +265,8 @@ class SessionHost:
         tool call, or by `_open` for headless doors)."""
         from talaria.tools.errors import EnvError
 
-        base = self.doors.workspace(opening.session_id, opening.cwd)
+        roots = (opening.cwd, *opening.additional_dirs)
+        base = self.doors.workspace(opening.session_id, opening.cwd, roots)
         try:
             return environment_workspace(config, base, opening.session_id, environment)
         except EnvError as exc:

@@ -1,6 +1,6 @@
 """What a session host and its front doors exchange: the door factory a door gives the host
 (`Doors`), a prompt's end (`Outcome`), and the errors a door translates into its own form
-(`ModelFailure`, `NoSuchSession`)."""
+(`ModelFailure`, `NoSuchSession`, `RootsInUse`)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ After = Callable[[], Awaitable[None]]
 class Doors(Protocol):
     """How a front door makes the door of each session the host opens for it."""
 
-    def workspace(self, session_id: str, cwd: Path) -> Workspace:
-        """The door's own workspace (the editor's buffers, the disk); the host puts it in the
-        session's execution environment."""
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Workspace:
+        """The door's own workspace (the editor's buffers, the disk) in `cwd`, whose `roots`
+        are `roots` (`cwd` first, then the session's additional directories); the host puts
+        it in the session's execution environment."""
         ...
 
     def door(self, session_id: str, workspace: Workspace) -> FrontDoor:
@@ -60,6 +61,16 @@ class NoSuchSession(LookupError):
         super().__init__(session_id)
         self.session_id = session_id
         self.saved = saved
+
+
+class RootsInUse(Exception):
+    """A session brought back with other additional directories while a turn of it runs: its
+    roots cannot change under the turn."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} is running a turn with other additional "
+                         "directories: cancel it or wait for its end, then load it again")
+        self.session_id = session_id
 
 
 @dataclass(frozen=True, slots=True)

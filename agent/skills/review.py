@@ -160,7 +160,8 @@ def _fork(session: Session, config: Config, snapshot: list[Message]) -> tuple[Se
         provider, history = make_provider(config, config.review_model), digest(snapshot)
     else:
         provider, history = session.provider, list(snapshot)
-    opening = Opening(session.cwd, session_id=f"{session.id}-review", mode="dont_ask",
+    opening = Opening(session.cwd, session.additional_dirs, session_id=f"{session.id}-review",
+                      mode="dont_ask",
                       tool_names=REVIEW_TOOLS, history=history,
                       allowed_tools=frozenset(REVIEW_TOOLS))
     fork = new_session(replace(config, max_turns=REVIEW_MAX_CALLS), opening, door=door,

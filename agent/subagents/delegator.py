@@ -112,7 +112,8 @@ class Delegator:
     def build(self, door: ChildDoor, tools: list[Any]) -> Session:
         parent = self.parent
         child = self.spawn(self.config, cwd=parent.cwd, door=door, provider=copy.copy(parent.provider),
-                           mode=parent.permissions.mode, kernels=KernelPool(max_live=1))
+                           mode=parent.permissions.mode, kernels=KernelPool(max_live=1),
+                           additional_dirs=parent.additional_dirs)
         child.tools = tools
         child.depth = parent.depth + 1
         # The parent decides its subagents' calls (and their answers hold for it): its mode at

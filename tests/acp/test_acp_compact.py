@@ -44,7 +44,11 @@ def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Pa
         summary_request = fake_llm.requests[before]["json"]["messages"]
         assert "handoff" in summary_request[0]["content"] and "the ledger files" in summary_request[0]["content"]
         [update] = ed.updates(sid, "compaction_update")
-        assert update["status"] == "completed" and "read the ledgers" in update["summary"][0]["text"]
+        chunks = ed.updates(sid, "compaction_summary_chunk")  # the summary as it was written
+        assert {c["compactionId"] for c in chunks} == {update["compactionId"]}
+        streamed = "".join(c["content"]["text"] for c in chunks)
+        assert streamed == "## Goal\nread the ledgers\n## Open work\n- none"
+        assert update["status"] == "completed" and "summary" not in update  # the chunks hold it
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
         assert "Compacted the context from" in said
 
@@ -68,6 +72,22 @@ def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Pa
         assert "continue" in users
         assert len(ed.updates(sid, "tool_call")) == 3, "every tool call of the history"
         assert ed.updates(sid, "compaction_update")[0]["status"] == "completed"
+        [replayed] = ed.updates(sid, "compaction_summary_chunk")  # the whole summary at once
+        assert replayed["content"]["text"] == streamed
+
+
+def test_a_summary_that_fails_midway_is_replaced_by_the_fallback(tmp_path: Path, fake_llm) -> None:
+    with Editor(tmp_path, fake_llm, env={"TALARIA_CONTEXT_WINDOW": "30000"}) as ed:
+        _initialize(ed, compaction=True)
+        sid = _long_session(ed, fake_llm)
+        fake_llm.script([{"text": "## Goal\nhalf a summary", "fault": "stream_error",
+                          "after_chunks": 2, "error_type": "invalid_request_error"}])
+        assert ed.prompt(sid, "/compact")["stopReason"] == "end_turn"
+        streamed = "".join(c["content"]["text"] for c in ed.updates(sid, "compaction_summary_chunk"))
+        [update] = ed.updates(sid, "compaction_update")
+    assert streamed and "## Goal\nhalf a summary".startswith(streamed)
+    assert update["_meta"]["talaria"]["fallback"] is True
+    assert update["summary"][0]["text"].startswith("(fallback summary")  # replaces the chunks
 
 
 def test_clients_without_compaction_support_get_a_notice(tmp_path: Path, fake_llm) -> None:

@@ -31,8 +31,8 @@ class Doors:
     def __init__(self) -> None:
         self.events: list[Any] = []
 
-    def workspace(self, session_id: str, cwd: Path) -> Any:
-        return LocalWorkspace(cwd)
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Any:
+        return LocalWorkspace(cwd, roots)
 
     def door(self, session_id: str, workspace: Any) -> Any:
         async def record(event: Any) -> None:

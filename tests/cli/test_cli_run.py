@@ -292,3 +292,26 @@ def test_readme_shell_example_with_raw_json_lines(tmp_path: Path) -> None:
     assert json.loads(response) == {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}
     assert all(json.loads(line)["method"] == "session/update" for line in updates)
     assert unittest_passes(project)
+
+
+@pytest.mark.parametrize("via", [[], ["--acp"]], ids=["in-process", "acp"])
+def test_add_dir_makes_another_directory_part_of_the_project(
+    fake_llm: FakeLLM, project: Path, tmp_path: Path, via: list[str]
+) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    env = agent_env(tmp_path / "home", fake_llm)
+    for add in (["--add-dir", "../lib"], []):  # relative to where `talaria run` starts
+        fake_llm.script([call("write_file", path=str(lib / "made.txt"), content="x\n"),
+                         {"text": "Wrote it."}])
+        result = talaria(["run", "write it", "--mode", "accept_edits", *add, *via], env, project)
+        if add:
+            assert result.returncode == 0, result.stderr
+            assert (lib / "made.txt").read_text() == "x\n"
+            (lib / "made.txt").unlink()
+        else:  # outside the project: asks, and there is no terminal to ask on
+            assert result.returncode == 4, result.stderr
+            assert not (lib / "made.txt").exists()
+    result = talaria(["run", "write it", "--add-dir", str(tmp_path / "gone"), *via], env, project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"talaria: --add-dir: additional directory '{tmp_path / 'gone'}' does not exist\n"

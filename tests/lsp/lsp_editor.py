@@ -197,8 +197,10 @@ def capabilities(name: str | None = VSCODE, *, show_message: bool = True,
 @contextlib.asynccontextmanager
 async def lsp_editor(tmp: Path, llm: Any = None, *, caps: types.ClientCapabilities | None = None,
                      init_options: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-                     command: list[str] | None = None) -> AsyncIterator[LspEditor]:
-    """A started `talaria lsp` with the project `tmp/project` as its workspace folder."""
+                     command: list[str] | None = None,
+                     folders: tuple[Path, ...] = ()) -> AsyncIterator[LspEditor]:
+    """A started `talaria lsp` with the project `tmp/project` as its workspace folder (then
+    `folders`, more workspace folders)."""
     root = tmp / "project"
     root.mkdir(parents=True, exist_ok=True)
     if llm is not None and llm.default_turn is None:
@@ -220,7 +222,8 @@ async def lsp_editor(tmp: Path, llm: Any = None, *, caps: types.ClientCapabiliti
         with anyio.fail_after(TIMEOUT):
             await client.initialize_session(types.InitializeParams(
                 capabilities=caps, root_uri=ed.uri(""), process_id=os.getpid(),
-                workspace_folders=[types.WorkspaceFolder(uri=ed.uri(""), name="project")],
+                workspace_folders=[types.WorkspaceFolder(uri=ed.uri(""), name="project"), *(
+                    types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders)],
                 initialization_options=init_options))
         yield ed
         with anyio.fail_after(TIMEOUT):

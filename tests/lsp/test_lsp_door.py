@@ -226,3 +226,19 @@ async def test_lsp_sessions_export_as_trajectories(tmp_path: Path, fake_llm: Fak
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout.splitlines()[0])
     assert "What is x?" in json.dumps(record) and "It sets x." in json.dumps(record)
+
+
+async def test_more_workspace_folders_are_part_of_the_project(tmp_path: Path,
+                                                              fake_llm: FakeLLM) -> None:
+    """The first folder is the project; the others are its additional directories."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "util.py").write_text("LIMIT = 7\n")
+    fake_llm.script([{"tool_calls": [call("read_file", path=str(lib / "util.py"))]},
+                     {"text": "It is 7."}])
+    async with lsp_editor(tmp_path, fake_llm, folders=(lib,)) as ed:
+        result = await ed.command("talaria.ask", "What is LIMIT?")
+    assert result["stopReason"] == "end_turn" and not ed.questions  # no "outside the project"
+    assert "LIMIT = 7" in last_tool_result(fake_llm, 1)
+    system = fake_llm.requests[0]["json"]["messages"][0]["content"]
+    assert f"Also part of the project (absolute paths reach them): {lib}." in system

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from talaria.tools.environments.spec import EnvSpec
+from talaria.tools.errors import EnvError
 from talaria.tools.workspace import CommandResult, SearchPage, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
@@ -65,22 +66,29 @@ class LocalEnvironment:
         pass
 
 
-def open_environment(spec: EnvSpec, *, cwd: Path, session_id: str, home: Path) -> Environment:
-    """The backend for `spec` (not started). Imports only that backend's module."""
+def open_environment(spec: EnvSpec, *, cwd: Path, session_id: str, home: Path,
+                     extra: tuple[Path, ...] = ()) -> Environment:
+    """The backend for `spec` (not started). Imports only that backend's module. `extra`: the
+    session's additional directories, mounted beside the project (docker, singularity); an
+    environment that copies the project elsewhere (ssh, cloud) refuses them (EnvError)."""
     if spec.backend == "local":
         return LocalEnvironment(spec)
     if spec.backend == "docker":
         from talaria.tools.environments.docker import DockerEnvironment
 
-        return DockerEnvironment(spec, cwd=cwd, session_id=session_id)
+        return DockerEnvironment(spec, cwd=cwd, session_id=session_id, extra=extra)
+    if spec.backend == "singularity":
+        from talaria.tools.environments.singularity import SingularityEnvironment
+
+        return SingularityEnvironment(spec, cwd=cwd, session_id=session_id, extra=extra)
+    if extra:
+        raise EnvError(f"the {spec.backend} environment copies only the project ({cwd}) to "
+                       f"where it runs, not the additional directory {extra[0]}: use local, "
+                       "docker or singularity for a session with additional directories")
     if spec.backend == "ssh":
         from talaria.tools.environments.ssh import SshEnvironment
 
         return SshEnvironment(spec, cwd=cwd, session_id=session_id, home=home)
-    if spec.backend == "singularity":
-        from talaria.tools.environments.singularity import SingularityEnvironment
-
-        return SingularityEnvironment(spec, cwd=cwd, session_id=session_id)
     from talaria.tools.environments.cloud import CloudEnvironment
 
     return CloudEnvironment(spec, cwd=cwd, session_id=session_id, home=home)

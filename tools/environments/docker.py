@@ -2,7 +2,8 @@
 
 The container runs an idle loop; the environment helper runs in it through one `exec -i`, and
 every command is a process group the helper starts (so `terminal` costs a frame, not an
-`exec`). The project is bind-mounted at its own path: files are the door's files (the editor's
+`exec`). The project (and each additional directory of the session) is bind-mounted at its
+own path: files are the door's files (the editor's
 `fs/*` still sees each read and write) and paths mean the same inside and out. Limits: CPUs,
 memory, pids, disk where the storage driver supports it; no network unless configured.
 
@@ -69,8 +70,8 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def project_key(cwd: Path) -> str:
-    return hashlib.sha256(str(cwd).encode()).hexdigest()[:12]
+def project_key(cwd: Path, extra: tuple[Path, ...] = ()) -> str:
+    return hashlib.sha256("\0".join(map(str, (cwd, *extra))).encode()).hexdigest()[:12]
 
 
 def reap_orphans(engine: str) -> list[str]:
@@ -95,14 +96,18 @@ def reap_orphans(engine: str) -> list[str]:
 class DockerEnvironment:
     shares_files = True
 
-    def __init__(self, spec: EnvSpec, *, cwd: Path, session_id: str) -> None:
+    def __init__(self, spec: EnvSpec, *, cwd: Path, session_id: str,
+                 extra: tuple[Path, ...] = ()) -> None:
         self.spec = spec
         self.cwd = cwd
+        self.extra = extra
+        """The session's additional directories: bind-mounted at their own paths too."""
         self.settings = spec.settings
         self.persistent = bool(self.settings["persistent"])
-        key = project_key(cwd)
+        # A persistent container keeps its mounts: other directories need another container.
+        key = project_key(cwd, extra)
         self.name = f"talaria-p-{key}" if self.persistent else f"talaria-{session_id[:16]}"
-        self.volume = f"talaria-cache-{key}"
+        self.volume = f"talaria-cache-{project_key(cwd)}"
         self.engine: str | None = None
         self.mux: Mux | None = None
         self.execs: ExecCommands | None = None
@@ -120,6 +125,7 @@ class DockerEnvironment:
                 "--label", f"talaria.boot={procs.boot_id()}",
                 "--label", f"talaria.persistent={int(self.persistent)}",
                 "-v", f"{self.cwd}:{self.cwd}", "-w", str(self.cwd),
+                *(arg for d in self.extra for arg in ("-v", f"{d}:{d}")),
                 "--cpus", str(s["cpus"]), "--memory", str(s["memory"]),
                 "--pids-limit", str(s["pids"])]
         if not s["network"]:

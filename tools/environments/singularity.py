@@ -2,7 +2,8 @@
 
 One `apptainer exec` runs the environment helper for the whole session (no daemon, no
 instance to clean up: when the helper's stdin closes, it and everything it started exit).
-The project is bound at its own path, so files are the door's files, as with docker. The
+The project (and each additional directory of the session) is bound at its own path, so
+files are the door's files, as with docker. The
 image is a SIF file or a sandbox directory; `overlay` (an overlay image or directory) keeps
 what commands install across sessions, else a throwaway `--writable-tmpfs` layer takes their
 writes. Network: the host's unless `network = false` (`--net --network none`, which needs a
@@ -36,9 +37,12 @@ def find_binary(preferred: str | None) -> str:
 class SingularityEnvironment:
     shares_files = True
 
-    def __init__(self, spec: EnvSpec, *, cwd: Path, session_id: str) -> None:
+    def __init__(self, spec: EnvSpec, *, cwd: Path, session_id: str,
+                 extra: tuple[Path, ...] = ()) -> None:
         self.spec = spec
         self.cwd = cwd
+        self.extra = extra
+        """The session's additional directories: bound at their own paths too."""
         self.settings = spec.settings
         if not self.settings["image"]:
             raise EnvError("singularity needs an image: --env singularity:IMAGE.sif, or "
@@ -54,6 +58,8 @@ class SingularityEnvironment:
         """The `exec` that runs the helper in the image."""
         s = self.settings
         argv = [binary, "exec", "--bind", f"{self.cwd}:{self.cwd}", "--pwd", str(self.cwd)]
+        for directory in self.extra:
+            argv += ["--bind", f"{directory}:{directory}"]
         if s["overlay"]:
             argv += ["--overlay", os.path.expanduser(str(s["overlay"]))]
         else:

@@ -1,7 +1,7 @@
 """Where and with what an `execute_code` kernel runs: settings, limits, environment, interpreter.
 
-`project` mode runs in the session's cwd, which the script may write (like a `terminal`
-command: execute_code asks permission as one), with the project's interpreter (`VIRTUAL_ENV` or
+`project` mode runs in the session's cwd, which the script may write with the session's
+additional directories (like a `terminal` command: execute_code asks permission as one), with the project's interpreter (`VIRTUAL_ENV` or
 `CONDA_PREFIX` python when it is >= 3.8, else Talaria's own). `strict` mode runs in a fresh
 staging directory, the only place it may write, with Talaria's own interpreter. Both get a
 scratch directory as TMPDIR.
@@ -68,6 +68,9 @@ class ExecSettings:
     """More paths to hide (`sensitive_paths`), when it runs unasked."""
     tmp_bytes: int | None = None
     """Bound on the kernel's temporary files (TMPDIR); None: the sandbox's `Limits.tmp_bytes`."""
+    roots: tuple[Path, ...] = ()
+    """More directories a `project` script may write besides its cwd: the session's
+    additional directories (`runtime.Opening.additional_dirs`)."""
 
     def cache(self) -> Path:
         if self.cache_dir is not None:

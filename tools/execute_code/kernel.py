@@ -53,7 +53,8 @@ Dispatch = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 def fingerprint(settings: ExecSettings, cwd: Path, env: dict[str, str]) -> tuple[Any, ...]:
     """What a kernel is started with; when it changes, the session needs a new kernel."""
     return (settings.mode, str(cwd), env.get("VIRTUAL_ENV"), env.get("CONDA_PREFIX"),
-            settings.env_passthrough, settings.tier, settings.readonly, settings.hidden)
+            settings.env_passthrough, settings.tier, settings.readonly, settings.hidden,
+            settings.roots)
 
 
 @dataclass(slots=True)
@@ -121,8 +122,9 @@ class Kernel:
             fd = child.fileno()
             argv = [python, "-I", "-S", "-u", str(KERNEL_MAIN), "--fd", str(fd), "--tag", tag]
             limits = Limits() if settings.tmp_bytes is None else Limits(tmp_bytes=settings.tmp_bytes)
-            spec = SandboxSpec(writable=() if strict else (cwd,), tmp=scratch, limits=limits,
-                               readonly=settings.readonly, readable_hidden=settings.hidden)
+            spec = SandboxSpec(writable=() if strict else (cwd, *settings.roots), tmp=scratch,
+                               limits=limits, readonly=settings.readonly,
+                               readable_hidden=settings.hidden)
             prepared = prepare(argv, spec, tier=settings.tier, pass_fds=(fd,))
             kenv = procs.child_env(scrub_env(env, settings.env_passthrough)) | {
                 "TMPDIR": str(scratch), "PYTHONDONTWRITEBYTECODE": "1",

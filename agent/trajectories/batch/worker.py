@@ -135,10 +135,10 @@ class BatchDoors:
         self.watches: dict[str, Any] = {}
         """session id -> its attempt.CostWatch, set before the session opens."""
 
-    def workspace(self, session_id: str, cwd: Path) -> Any:
+    def workspace(self, session_id: str, cwd: Path, roots: tuple[Path, ...]) -> Any:
         from talaria.tools.local.workspace import LocalWorkspace
 
-        return LocalWorkspace(cwd)
+        return LocalWorkspace(cwd, roots)
 
     def door(self, session_id: str, workspace: Any) -> Any:
         from talaria.agent.door import LocalDoor

@@ -243,3 +243,21 @@ def test_overflow_compacts_then_retries_once(fake_llm, tmp_path: Path, big) -> N
     fake_llm.script([{"fault": "context_overflow"}] * 3)
     with pytest.raises(ContextOverflowError, match="tokens were sent and the window is 128,000"):
         anyio.run(run_turn, session, "again")
+
+
+def test_a_retried_summary_starts_over_and_streams_each_attempt(fake_llm, tmp_path: Path) -> None:
+    """The pieces go to `on_text` as they come; a stream cut midway and retried leaves only the
+    retry's text in the summary (the door replaces what it streamed with it)."""
+    from talaria.agent.context.summarizer import ProviderSummarizer
+
+    session = make_session(fake_llm, tmp_path)
+    fake_llm.script([{"text": "## Goal\nhalf of it", "fault": "disconnect", "after_chunks": 2},
+                     {"text": "## Goal\nthe whole summary"}])
+    pieces: list[str] = []
+
+    async def on_text(text: str) -> None:
+        pieces.append(text)
+
+    summary = anyio.run(ProviderSummarizer(session.provider).summarize, "summarize", "x", on_text)
+    assert summary == "## Goal\nthe whole summary"
+    assert "".join(pieces).endswith("## Goal\nthe whole summary") and len("".join(pieces)) > len(summary)

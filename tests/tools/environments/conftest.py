@@ -52,10 +52,13 @@ def tables(backend: str, request: pytest.FixtureRequest, tmp_path: Path, **more:
 
 
 def make_workspace(backend: str, request: pytest.FixtureRequest, project: Path,
-                   session_id: str = "test-session", **more: Any) -> EnvWorkspace:
+                   session_id: str = "test-session", extra: tuple[Path, ...] = (),
+                   **more: Any) -> EnvWorkspace:
+    """`extra`: the session's additional directories."""
     spec = resolve(backend, tables(backend, request, project.parent, **more))
-    env = open_environment(spec, cwd=project, session_id=session_id, home=project.parent / "home")
-    return EnvWorkspace(LocalWorkspace(project), env)
+    env = open_environment(spec, cwd=project, session_id=session_id, home=project.parent / "home",
+                           extra=extra)
+    return EnvWorkspace(LocalWorkspace(project, (project, *extra)), env)
 
 
 @pytest.fixture
