@@ -160,9 +160,10 @@ def opt(kind: Kind) -> Field:
 
 META = Field(nullable(OBJECT), lenient=True)
 SESSION = {"sessionId": req(STRING), "_meta": META}
-OPENING = {"cwd": req(STRING), "additionalDirectories": opt(array_of(STRING)),
+# The schema's `x-deserialize-default-on-null`: null is the default (none), as the SDKs read it.
+OPENING = {"cwd": req(STRING), "additionalDirectories": opt(nullable(array_of(STRING))),
            # Required by the schema, optional here: clients that omit it mean "none".
-           "mcpServers": opt(array_of(OBJECT)), "_meta": META}
+           "mcpServers": opt(nullable(array_of(OBJECT))), "_meta": META}
 
 PARAMS: dict[str, dict[str, Field]] = {
     "initialize": {"protocolVersion": req(UINT16),
@@ -245,7 +246,7 @@ def checked(value: dict[str, Any], fields: dict[str, Field], path: str = "") -> 
 def _checked_value(value: Any, kind: Kind, where: str) -> Any:
     if not kind.test(value):
         raise ValueError(f"`{where}` must be {kind.name}, not {described(value)}")
-    if kind.items is not None:
+    if kind.items is not None and value is not None:
         bad = next((i for i, item in enumerate(value) if not kind.items.test(item)), None)
         if bad is not None:
             raise ValueError(f"`{where}[{bad}]` must be {kind.items.name}, "

@@ -107,6 +107,8 @@ def _object_fields(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Spec
 def _spec(prop: dict[str, Any], defs: dict[str, Any]) -> Spec:
     low, high = _bounds(prop, defs)
     types = _types(prop, defs)
+    if prop.get("x-deserialize-default-on-null"):  # null reads as the default
+        types = types | {"null"}
     nested: dict[str, Spec] = {}
     if "object" in types:
         for variant in [prop, *prop.get("anyOf", []), *prop.get("allOf", [])]:

@@ -99,6 +99,10 @@ def test_bad_additional_directories_are_refused_by_name(tmp_path: Path, fake_llm
                                              many[0], many[0] + "/", str(ed.project), many[1]]})[
             "sessionId"]
         assert listed(ed)[sid] == many[:2]
+        # null is the default (the schema's x-deserialize-default-on-null), as the SDKs read it.
+        sid = ed.request("session/new", {"cwd": str(ed.project), "mcpServers": None,
+                                         "additionalDirectories": None})["sessionId"]
+        assert listed(ed)[sid] == []
 
 
 def test_each_lifecycle_request_sets_the_whole_list(tmp_path: Path, fake_llm) -> None:
