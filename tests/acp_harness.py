@@ -103,7 +103,8 @@ class Editor(ClientSide):
         self.stderr = bytearray()
         self._cond = threading.Condition()
         self._responses: dict[Any, dict[str, Any]] = {}
-        self._raw_ids: set[Any] = set()
+        self._raw_ids: dict[Any, Any] = {}
+        """Ids of requests sent raw, and their methods (their answers are checked against them)."""
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
         self._terminal_ids = itertools.count(1)
@@ -184,7 +185,7 @@ class Editor(ClientSide):
         if isinstance(data, dict):
             request_id = data.get("id")
             with self._cond:
-                self._raw_ids.add(request_id)
+                self._raw_ids[request_id] = data.get("method")
             data = json.dumps(data).encode()
         self._write_line(data if data.endswith(b"\n") else data + b"\n")
         return request_id
@@ -301,7 +302,9 @@ class Editor(ClientSide):
             with self._cond:
                 try:
                     if isinstance(msg, dict) and "method" not in msg and msg.get("id") in self._raw_ids:
-                        validate_message(msg, AGENT_TO_CLIENT, {})
+                        method = self._raw_ids[msg.get("id")]
+                        validate_message(msg, AGENT_TO_CLIENT, {msg.get("id"): method} if
+                                         isinstance(method, str) and "result" in msg else {})
                         self.recorder.transcript.append((AGENT_TO_CLIENT, msg))
                     else:
                         self.recorder.record(AGENT_TO_CLIENT, msg)
