@@ -10,6 +10,7 @@ from benchmarks import (
     batch,
     batch_verify,
     compaction,
+    compare,
     core,
     environments,
     execute_code,
@@ -29,7 +30,7 @@ SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execut
           **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
-          **prompt.BENCHMARKS,
+          **prompt.BENCHMARKS, **compare.BENCHMARKS,
           **load_memory.BENCHMARKS}
 
 

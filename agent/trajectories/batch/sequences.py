@@ -54,7 +54,8 @@ _HEX = re.compile(r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b")
 _PATH = re.compile(r"(?:[~\w.-]*/[^\s'\"`:,;()\[\]{}<>]+)|"
                    r"\b[\w-]+\.(?:py|pyi|js|ts|tsx|jsx|json|toml|ya?ml|md|txt|cfg|ini|sh|c|h|"
                    r"cpp|hpp|go|rs|java|rb|html|css|lock|log|csv|sql)\b")
-_NUMBER = re.compile(r"\b0x[0-9a-fA-F]+\b|\b\d+(?:\.\d+)?\b")
+_NUMBER = re.compile(r"\b0x[0-9a-fA-F]+\b|(?<![\w.])\d+(?:\.\d+)?")
+"""A number not inside a word (`2.5s` is `<n>s`; `ws3`, `v1.2` stay)."""
 
 
 def calls_and_errors(line: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]]]:
