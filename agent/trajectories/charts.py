@@ -122,7 +122,7 @@ def intervals(
         return '<p class="empty">Nothing to chart.</p>'
     low = min(span[0], *(r[2] for r in rows))
     high = max(span[1], *(r[3] for r in rows))
-    plot = width - label_width - 150
+    plot = width - label_width - 190  # room for "+0.200 [+0.100, +0.290]" on the right
     height = len(rows) * ROW_HEIGHT + 26
 
     def x(value: float) -> float:
