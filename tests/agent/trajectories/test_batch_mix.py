@@ -146,7 +146,7 @@ def test_each_task_runs_with_its_arm_and_statistics_break_down_by_arm(llm: Route
 
 def test_a_mix_without_seed_records_the_default_and_bad_mixes_are_one_line(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({"id": "a", "prompt": "x", "check": "true"}) + "\n")
+    tasks.write_text(json.dumps({"id": "a", "prompt": "x", "check": "false"}) + "\n")
     env = {**os.environ, "TALARIA_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
 
     def talaria(*args: str) -> subprocess.CompletedProcess[str]:
