@@ -85,10 +85,16 @@ def pair(a: str, b: str, values: dict[str, dict[str, dict[str, float]]], shared:
                (False, False): "neither"}[got]
         outcomes[key].append(task)
     difference = {}
+    intervals: dict[tuple[float, ...], Any] = {}
     for metric in METRICS:
         xs = [values[a][t][metric] for t in shared]
         ys = [values[b][t][metric] for t in shared]
-        interval = bootstrap_diff(xs, ys, resamples=resamples, seed=seed, level=level)
+        # With one binary-reward attempt per task the three metrics are the same numbers:
+        # one bootstrap serves them all (the same seed would give the same interval).
+        diffs = tuple(y - x for x, y in zip(xs, ys, strict=True))
+        if diffs not in intervals:
+            intervals[diffs] = bootstrap_diff(xs, ys, resamples=resamples, seed=seed, level=level)
+        interval = intervals[diffs]
         difference[metric] = {"a": round(sum(xs) / len(xs), 6), "b": round(sum(ys) / len(ys), 6),
                               **interval.to_dict()}
     return {"a": a, "b": b, "outcomes": outcomes,
