@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from talaria.agent.trajectories.batch.runner import BatchOptions, run_batch
+from talaria.agent.trajectories.compare.build import compare_runs
+from talaria.agent.trajectories.compare.outcomes import Attempt, RunOutcomes
+from talaria.agent.trajectories.compare.page import render_compare
 from tests import ROOT
 from tests.batchllm import RoutedLLM, prompt_of, tool_results
 
@@ -89,6 +92,28 @@ def test_the_oracle_against_nop_is_the_whole_difference(controls: dict[str, Path
     data = json.loads((tmp_path / "compare-nop-vs-oracle.json").read_text())
     assert data["comparisons"][0]["counts"]["b_only"] == 2
     assert data["comparisons"][0]["difference"]["pass_at_1"]["diff"] == 1.0
+    # A run's file stands for its directory; the same run twice is told apart, and equal.
+    same = compare(str(controls["oracle"] / "trajectories.jsonl"), str(controls["oracle"]),
+                   "-o", "same.html", cwd=tmp_path)
+    assert same.returncode == 0, same.stderr
+    data = json.loads((tmp_path / "same.json").read_text())
+    assert [r["label"] for r in data["runs"]] == ["oracle", "oracle (2)"]
+    assert data["comparisons"][0]["mcnemar"]["method"] == "none"
+    assert data["comparisons"][0]["difference"]["solved"]["ci"] == [0.0, 0.0]
+
+
+def test_the_page_escapes_what_the_runs_name() -> None:
+    hostile = "<script>alert(1)</script>"
+    runs = []
+    for label, solved in ((f"{hostile}a", True), ("b&c", False)):
+        run = RunOutcomes(label, Path(label))
+        run.tasks[hostile] = [Attempt(solved, float(solved), None, 1, 10, 1.0, ((hostile, 1, 1),))]
+        run.tasks["plain"] = [Attempt(True, 1.0, 0.5, 2, 20, 2.0, ())]
+        run.agents[hostile] += 2
+        runs.append(run)
+    page = render_compare(compare_runs(runs, resamples=50, seed=0, level=0.9))
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "b&amp;c" in page and "90% CI" in page
 
 
 def test_bad_input_is_one_line_and_writes_nothing(controls: dict[str, Path], tmp_path: Path) -> None:
