@@ -53,6 +53,12 @@ def add_batch_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
                        help="execution environment of tasks without their own (docker, ssh:HOST...)")
     batch.add_argument("--toolsets", nargs="+", metavar="NAME",
                        help="toolsets or tool names (comma or space separated; default: core)")
+    batch.add_argument("--toolset-mix", metavar="ARM=W,...",
+                       help="draw each task's toolsets: e.g. \"core=0.5,core-execute_code=0.5\" "
+                       "(an arm joins toolset/tool names with + and -; weights are relative); "
+                       "statistics break down by arm")
+    batch.add_argument("--seed", type=int, help="seed of --toolset-mix's draw (default 0; "
+                       "the draw is per task id, the same on --resume)")
     batch.add_argument("--task-timeout", type=float, help="wall seconds per task (default: 1800)")
     again = batch.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true", help="continue: skip finished tasks")
@@ -100,6 +106,7 @@ def run_batch_cli(args: argparse.Namespace) -> int:
         no_checkpoints=args.no_checkpoints, agent=args.agent, attempts=args.attempts,
         max_cost=args.max_cost, repos=Path(args.repos) if args.repos else None,
         skills=args.skills,
+        toolset_mix=args.toolset_mix, seed=args.seed,
     )
     try:
         result = run_batch(options)

@@ -3,6 +3,7 @@
     talaria trajectories export SESSION|FILE... [--format sharegpt|openai|atif] [-o OUT]
                                 [--solved-only] [--min-reward X]
     talaria trajectories view SESSION|FILE|DIR [-o OUT.html]
+    talaria trajectories compare RUN_A RUN_B [RUN ...] [-o OUT.html]   (compare.py)
 
 SESSION is a session id (or a unique prefix of one) in `$TALARIA_HOME/sessions.db`; FILE a
 transcript JSONL (`$TALARIA_HOME/trajectories/ID.jsonl`) or a ShareGPT export; DIR a batch run
@@ -34,7 +35,7 @@ class UsageError(Exception):
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `trajectories` command (with `export` and `view`) to a subparsers object."""
     parser = subparsers.add_parser(
-        "trajectories", help="export, view or compress recorded runs",
+        "trajectories", help="export, view, compare or compress recorded runs",
         description="Recorded runs: sessions in $TALARIA_HOME/sessions.db, transcript and "
         "ShareGPT files, batch run directories.")
     _add_subcommands(parser)
@@ -56,8 +57,10 @@ def _add_subcommands(parser: argparse.ArgumentParser) -> None:
     view.add_argument("source", metavar="SESSION|FILE|DIR")
     view.add_argument("-o", "--output", metavar="OUT.html", help="where to write the page")
     from talaria.acp_server.cli.batch import add_compress_parser
+    from talaria.acp_server.cli.compare import add_compare_parser
 
     add_compress_parser(sub)
+    add_compare_parser(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
             from talaria.acp_server.cli.batch import run_compress
 
             return run_compress(args)
+        if args.trajectories_command == "compare":
+            from talaria.acp_server.cli.compare import run_compare
+
+            return run_compare(args)
         return _view(args)
     except UsageError as exc:
         print(f"talaria: {exc}", file=sys.stderr)

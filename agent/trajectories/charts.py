@@ -2,6 +2,7 @@
 
     hbars(rows)     one horizontal bar per row (a tool, a task), stacked segments
     columns(rows)   one vertical stacked column per row, for long series (tasks of a batch)
+    intervals(rows) one estimate per row with its interval (a difference and its CI), and 0
     legend(items)   the colour key, as HTML
 
 A row is (label, [(value, colour), ...]); segments stack left to right / bottom to top.
@@ -107,6 +108,45 @@ def columns(
         if i % every == 0:
             out.append(f'<text x="{x + bar / 2:.1f}" y="{height - 8}" text-anchor="middle" '
                        f'class="axis">{escape(_clip(label, 10))}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def intervals(
+    rows: Sequence[tuple[str, float, float, float]], *, width: int = 720, label_width: int = 190,
+    span: tuple[float, float] = (-1.0, 1.0), title: str = "",
+) -> str:
+    """Rows of (label, estimate, low, high): the interval as a bar, the estimate as a dot, on
+    an axis covering `span` (widened to fit), with the zero line drawn."""
+    if not rows:
+        return '<p class="empty">Nothing to chart.</p>'
+    low = min(span[0], *(r[2] for r in rows))
+    high = max(span[1], *(r[3] for r in rows))
+    plot = width - label_width - 190  # room for "+0.200 [+0.100, +0.290]" on the right
+    height = len(rows) * ROW_HEIGHT + 26
+
+    def x(value: float) -> float:
+        return label_width + plot * (value - low) / ((high - low) or 1)
+
+    out = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+           f'height="{height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
+    ticks = sorted({low, low / 2, 0.0, high / 2, high}) if low < 0 < high else [low, high]
+    for tick in ticks:
+        out.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="2" y2="{height - 20}" '
+                   f'stroke="{"#7a8794" if tick == 0 else "#dde2e8"}" stroke-width="1"/>'
+                   f'<text x="{x(tick):.1f}" y="{height - 6}" text-anchor="middle" class="axis">'
+                   f"{tick:+.2g}</text>")
+    for i, (label, estimate, lo, hi) in enumerate(rows):
+        mid = i * ROW_HEIGHT + 4 + BAR_HEIGHT / 2
+        colour = OK if lo > 0 else FAIL if hi < 0 else GREY
+        out.append(f'<text x="{label_width - 8}" y="{mid + 4:.1f}" text-anchor="end" '
+                   f'class="label">{escape(_clip(label, 30))}</text>'
+                   f'<rect x="{x(lo):.1f}" y="{mid - 3:.1f}" width="{max(1.0, x(hi) - x(lo)):.1f}" '
+                   f'height="6" rx="3" fill="{colour}" opacity="0.55"/>'
+                   f'<circle cx="{x(estimate):.1f}" cy="{mid:.1f}" r="5" fill="{colour}">'
+                   f"<title>{escape(label)}: {estimate:+.3f} [{lo:+.3f}, {hi:+.3f}]</title></circle>"
+                   f'<text x="{label_width + plot + 10}" y="{mid + 4:.1f}" class="value">'
+                   f"{estimate:+.3f} [{lo:+.3f}, {hi:+.3f}]</text>")
     out.append("</svg>")
     return "".join(out)
 

@@ -6,6 +6,8 @@
     render_batch(entries, stats, title)  tiles, then SVG charts (tool usage, success rate per
                                          tool, turns and tokens per task), the verifier's
                                          figures (verdict_view.py: pass@k, cost, breakdowns),
+                                         the toolset mix, the tool-call sequences before
+                                         success and the repeated errors (patterns_view.py),
                                          then a table (each attempt's verdict and error) and
                                          the first `BATCH_DETAIL_LIMIT` conversations, each
                                          with its error and the check's output
@@ -27,7 +29,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from talaria.agent.trajectories import charts, verdict_view
+from talaria.agent.trajectories import charts, patterns_view, verdict_view
 from talaria.agent.trajectories.lines import trajectory_lines
 from talaria.agent.trajectories.view import clip, esc_text, page, tile, transcript_html
 from talaria.tools.redact import redact
@@ -232,6 +234,7 @@ def render_batch(entries: list[dict[str, Any]], stats: dict[str, Any] | None, ti
     body.append("</div>")
     body.append(_charts(tasks, tools, estimated))
     body.append(verdict_view.section(verification))
+    body.append(patterns_view.section(stats))
     body.append(_table(tasks, entries))
     body.append(_details(entries, tasks))
     return page(f"Batch {title} — Talaria trajectories", "".join(body))

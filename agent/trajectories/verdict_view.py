@@ -63,6 +63,8 @@ def _summary_rows(groups: dict[str, dict[str, Any]]) -> str:
             f"<td class=\"n\">{_num(pass_at.get(k)) + f' (k={k})' if k and k != '1' else '–'}</td>"
             f"<td class=\"n\">{_money((s.get('cost_usd') or {}).get('total'))}</td>"
             f"<td class=\"n\">{_money((s.get('cost_usd') or {}).get('per_solved_task'))}</td>"
+            f"<td class=\"n\">{_num((s.get('turns') or {}).get('mean'), 1)}</td>"
+            f"<td class=\"n\">{_num((s.get('turns') or {}).get('per_solved_task'), 1)}</td>"
             f"<td class=\"n\">{_num((s.get('duration_s') or {}).get('mean'), 1)}</td></tr>")
     return "".join(rows)
 
@@ -73,7 +75,8 @@ def _summary_table(title: str, groups: dict[str, dict[str, Any]]) -> str:
     return (f'<div class="card"><b>{escape(title)}</b><table><tr><th></th><th class="n">tasks</th>'
             '<th class="n">attempts</th><th class="n">resolved</th><th class="n">reward ± std</th>'
             '<th class="n">pass@1</th><th class="n">pass@k</th><th class="n">cost</th>'
-            '<th class="n">per solve</th><th class="n">mean s</th></tr>'
+            '<th class="n">per solve</th><th class="n">turns</th><th class="n">turns / solve</th>'
+            '<th class="n">mean s</th></tr>'
             f"{_summary_rows(groups)}</table></div>")
 
 

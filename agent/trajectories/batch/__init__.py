@@ -14,8 +14,10 @@
     sdk.py         the models' SDKs, loaded as set-up so model_s holds model calls only
     records.py     the shape of a trajectories.jsonl line
     checkpoint.py  the run directory: atomic appends, checkpoint, crash recovery
-    stats.py       statistics.json (verdicts.py: pass@k, cost, breakdowns); progress.py the
+    stats.py       statistics.json (verdicts.py: pass@k, cost, breakdowns; sequences.py:
+                   tool-call n-grams before success, repeated errors); progress.py the
                    progress line on stderr
+    mix.py         --toolset-mix: each task's arm, drawn from the seed and its id
 
 May import the agent's live path (runtime, loop, store) and the tools.
 """

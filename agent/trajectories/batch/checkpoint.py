@@ -12,7 +12,8 @@ workers, tasks_run, wall_s, ...), updated after every task, so `statistics.json`
 resumed invocation, even one that was killed (it is then at most one task behind).
 
 With checks, checkpoint.json also says what each checked attempt scored: `rewards` (name ->
-reward) and `resolved` (the names of the solved ones).
+reward) and `resolved` (the names of the solved ones). With `--toolset-mix`, `toolset_arms`
+maps each task id to the arm it drew, and `options` keeps the mix and its seed.
 
 `--retry-failed` moves the failed lines it is about to re-run to `attempts.jsonl` (kept as
 history) before rewriting `trajectories.jsonl` without them, so the file keeps one line per

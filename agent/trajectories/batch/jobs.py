@@ -74,7 +74,8 @@ def task_dir_name(task_id: str, attempt: int = 1) -> str:
 
 
 def job_for(task: Task, attempt: int, environments: Environments, effective: dict[str, Any],
-            options: Any, run_dir: Path) -> dict[str, Any]:
+            options: Any, run_dir: Path, arm: Any = None) -> dict[str, Any]:
+    """The job of one attempt; `arm` (a mix.Arm) is the toolset the task drew."""
     if task.id in environments.names:
         task = replace(task, environment=environments.names[task.id])
     job = {"task": task.to_dict(), "model": effective["model"],
@@ -90,6 +91,8 @@ def job_for(task: Task, attempt: int, environments: Environments, effective: dic
            "checkpoints": None if options.keep_workspaces and not options.no_checkpoints else False,
            "attempt": attempt, "agent": effective["agent"], "max_cost": effective["max_cost"],
            "skills": effective.get("skills"), "skill_set": effective.get("skill_set")}
+    if arm is not None:
+        job["toolsets"], job["toolset_arm"] = list(arm.tools), arm.label
     if task.id in environments.errors:
         job["failed"] = make_record(job["task"], status="failed", reason="environment_error",
                                     error=environments.errors[task.id], messages=[],

@@ -7,7 +7,8 @@ A task's record (built here from its transcript) is
      "messages": [transcript rows, see agent/transcript.py], "model", "turns",
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning"},
      "duration_s", "model_s", "tool_stats": {tool: {"calls", "failed"}},
-     "attempt" (1-based), "agent": "talaria" | "oracle" | "nop", "tags", "toolsets",
+     "attempt" (1-based), "agent": "talaria" | "oracle" | "nop", "tags",
+     "toolsets": the toolsets label ("core", "core,web", or the `--toolset-mix` arm drawn),
      "skills": the skill set it ran with (`--skills NAME`), "none", or None (not given),
      "cost_usd": float | None (no price known for a model it used; see agent/pricing.py),
      "reward": float | None, "resolved": bool | None (None: the task has no check),
@@ -139,7 +140,10 @@ def make_record(
 
 
 def toolsets_label(task: dict[str, Any], job: dict[str, Any]) -> str:
-    """The toolsets a task ran with, as statistics group them ("core": the default)."""
+    """The toolsets a task ran with, as statistics group them ("core": the default; the arm
+    of a `--toolset-mix` as written, e.g. "core-execute_code")."""
+    if not task.get("toolsets") and job.get("toolset_arm"):
+        return str(job["toolset_arm"])
     names = task.get("toolsets") or job.get("toolsets")
     return ",".join(names) if names else "core"
 

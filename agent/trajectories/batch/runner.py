@@ -41,6 +41,7 @@ from talaria.agent.trajectories.batch.jobs import (
     prepare_environments,
     task_dir_name,  # noqa: F401 - the runner's name for it (tests, tools)
 )
+from talaria.agent.trajectories.batch.mix import DEFAULT_SEED, Mix, mix_summary, parse_mix
 from talaria.agent.trajectories.batch.progress import Progress
 from talaria.agent.trajectories.batch.ray_executor import RayExecutor
 from talaria.agent.trajectories.batch.records import trajectory_line
@@ -52,7 +53,8 @@ from talaria.tools.skills.sets import NONE, contents, require_set
 MAX_WORKERS = 256
 MAX_ATTEMPTS = 1000
 RESUMABLE = ("model", "max_turns", "toolsets", "task_timeout", "executor", "address",
-             "environment", "agent", "attempts", "max_cost", "repos", "skills")
+             "environment", "agent", "attempts", "max_cost", "repos", "skills",
+             "toolset_mix", "seed")
 """Options a `--resume` takes from the checkpoint when they are not given again."""
 
 
@@ -98,6 +100,10 @@ class BatchOptions:
     skills: str | None = None
     """A skill set (`$TALARIA_HOME/skill-sets/NAME`) every task reads, read-only, as its whole
     skill library; "none": no skills at all; None: as before (the toolsets decide)."""
+    toolset_mix: str | None = None
+    """Toolsets drawn per task, e.g. "core=0.5,core-execute_code=0.5" (mix.py)."""
+    seed: int | None = None
+    """The toolset mix's seed (default mix.DEFAULT_SEED, recorded in the run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +131,8 @@ def check_options(options: BatchOptions) -> None:
         raise ValueError("--task-timeout must be positive")
     if options.toolsets:
         resolve_tools(options.toolsets)
+    if options.toolset_mix is not None:
+        parse_mix(options.toolset_mix)
     if options.agent not in (None, *AGENTS):
         raise ValueError(f"--agent {options.agent!r}: choose {', '.join(AGENTS)}")
     if options.attempts is not None and not 1 <= options.attempts <= MAX_ATTEMPTS:
@@ -152,6 +160,29 @@ def _effective(options: BatchOptions, previous: dict[str, Any]) -> dict[str, Any
     return values
 
 
+def toolset_mix(effective: dict[str, Any], previous: dict[str, Any]) -> Mix | None:
+    """The run's toolset mix (None without one), its seed settled in `effective`. ValueError
+    for a mix with --toolsets, a --seed without a mix, and a resume that would change the mix
+    or its seed (the tasks already run drew their toolsets from them)."""
+    spec = effective["toolset_mix"]
+    if spec is not None and effective["toolsets"] is not None:
+        raise ValueError("--toolset-mix and --toolsets cannot be combined: put the toolsets "
+                         "in the mix's arms")
+    if spec is None and effective["seed"] is not None:
+        raise ValueError("--seed seeds --toolset-mix: give a mix, or leave --seed out")
+    mix = parse_mix(spec) if spec is not None else None
+    if mix is not None:
+        effective["toolset_mix"] = mix.spec
+        effective["seed"] = int(effective["seed"] if effective["seed"] is not None else DEFAULT_SEED)
+    if previous and (previous.get("toolset_mix"), previous.get("seed")) != (
+            effective["toolset_mix"], effective["seed"]):
+        was = (f"--toolset-mix {previous['toolset_mix']!r} --seed {previous.get('seed')}"
+               if previous.get("toolset_mix") else "no --toolset-mix")
+        raise ValueError(f"this run was started with {was}: resume it with the same, or choose "
+                         "another --run-name (its tasks drew their toolsets from it)")
+    return mix
+
+
 def make_executor(
     kind: str, *, workers: int, address: str | None, run_dir: Path, models: tuple[str, ...] = (),
     keep: bool = False,
@@ -170,6 +201,7 @@ def run_batch(
     run_dir = options.output_dir / options.run_name
     again = options.resume or options.retry_failed
     effective = _effective(options, previous_options(run_dir) if again else {})
+    mix = toolset_mix(effective, previous_options(run_dir) if again else {})
     repos = Path(effective["repos"]) if effective["repos"] else None
     tasks = load_dataset(options.tasks_file, repos=repos)  # bad input: the run is not touched
     if not tasks:
@@ -180,6 +212,9 @@ def run_batch(
     meta: dict[str, Any] = {"run_name": options.run_name,
                             "tasks_file": str(options.tasks_file.resolve()),
                             "total_tasks": len(tasks)}
+    arms = {t.id: mix.choose(t.id, effective["seed"]) for t in tasks if not t.toolsets} if mix else {}
+    if arms:
+        meta["toolset_arms"] = {task_id: arm.label for task_id, arm in arms.items()}
     run = RunDir.open(run_dir, meta=meta, resume=again)
     try:
         run.meta["options"] = effective
@@ -205,7 +240,7 @@ def run_batch(
         try:
             places = prepare_environments(
                 {t.id: t for t, _ in pending}, effective["environment"], progress_out)
-            jobs = [job_for(task, attempt, places, effective, options, run_dir)
+            jobs = [job_for(task, attempt, places, effective, options, run_dir, arms.get(task.id))
                     for task, attempt in pending]
             default = effective["model"] or _configured_model()
             models = {m for t, _ in pending if (m := t.model or default)}
@@ -225,6 +260,8 @@ def run_batch(
             run.write_checkpoint()
             ids = {t.id for t in tasks}  # this file's tasks (a line removed since is not counted)
             statistics = compute((r for r in run.records() if str(r["task_id"]) in ids), runs=runs)
+            if mix:
+                statistics["toolset_mix"] = mix_summary(mix, effective["seed"], arms)
             write_json_atomic(run_dir / STATISTICS, statistics)
     finally:
         run.close()

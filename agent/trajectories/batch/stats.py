@@ -7,8 +7,12 @@
      "turns": {...}, "duration_s": {...}, "model_s": {...}  (total, mean, p50, p95, max)
      "tokens": {"input", "output", "cache_read", "cache_write", "reasoning", "mean_per_task"},
      "models": {model: tasks},
-     "verification": {reward, resolved rate, pass@k, cost, time; by model, toolset and tag:
-                      see verdicts.py},
+     "verification": {reward, resolved rate, pass@k, cost, turns, time; by model, toolset
+                      and tag: see verdicts.py},
+     "sequences": {tool-call n-grams over-represented in solved / unsolved attempts},
+     "tool_errors": [repeated tool errors, grouped by normalised message]  (sequences.py),
+     "toolset_mix"?: {spec, seed, arms: {label: {weight, share, tools, tasks}}}  (mix.py;
+                      written by the runner for a `--toolset-mix` run),
      "run": {every invocation together: invocations, executor, workers (the last one's),
              tasks_run, wall_s, tasks_per_minute, bookkeeping_ms_per_task},
      "runs": [{one invocation that ran tasks: started_at, executor, workers, tasks_run,
@@ -26,6 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from talaria.agent.trajectories.batch.sequences import Sequences
 from talaria.agent.trajectories.batch.verdicts import Row, row_of, verification
 
 
@@ -43,6 +48,7 @@ class Stats:
         self.durations: list[float] = []
         self.model_times: list[float] = []
         self.rows: list[Row] = []
+        self.sequences = Sequences()
 
     def add(self, record: dict[str, Any]) -> None:
         status = "completed" if record.get("status") == "completed" else "failed"
@@ -68,6 +74,7 @@ class Stats:
         self.durations.append(float(record.get("duration_s") or 0.0))
         self.model_times.append(float(record.get("model_s") or 0.0))
         self.rows.append(row_of(record))
+        self.sequences.add(record)
 
     def to_dict(self, run: dict[str, Any] | None = None) -> dict[str, Any]:
         total = sum(self.status.values())
@@ -89,6 +96,7 @@ class Stats:
                        "mean_per_task": round(sum(self.tokens.values()) / total, 1) if total else 0},
             "models": dict(self.models.most_common()),
             "verification": verification(self.rows),
+            **self.sequences.to_dict(),
             "run": run or {},
         }
 

@@ -7,7 +7,8 @@
      "reward_across_attempts": {"mean", "std"}      of the per-attempt means (run-to-run spread)
      "verifier_errors", "cost_usd": {"total", "mean_per_attempt", "per_solved_task",
                                      "unpriced_attempts"},
-     "duration_s": {"mean", "total"}, "verifier_s": {"mean", "total"},
+     "turns": {"mean", "per_solved_task"}, "duration_s": {"mean", "total"},
+     "verifier_s": {"mean", "total"},
      "by_model" / "by_toolset" / "by_tag": {name: the same summary, without the breakdowns},
      "per_task": {task id: {"attempts", "resolved", "pass_at": {...}, "reward_mean", "reward_std"}}}
 
@@ -15,8 +16,9 @@ pass@k for a task with n attempts of which c resolved is 1 - C(n-c, k) / C(n, k)
 estimator of Chen et al. 2021 (k <= n); a run's pass@k is its mean over the tasks with at
 least k attempts. Standard deviations are sample ones (n - 1); None below two values.
 `cost_usd.per_solved_task` is every attempt's cost (checked or not, priced) divided by the
-number of resolved attempts: what one solve costs. An unpriced attempt (a model without a
-price) adds nothing and is counted in `unpriced_attempts`.
+number of resolved attempts: what one solve costs (`turns.per_solved_task` likewise: every
+attempt's model calls per resolved attempt). An unpriced attempt (a model without a price)
+adds nothing and is counted in `unpriced_attempts`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Row:
     model: str
     toolsets: str
     tags: tuple[str, ...]
+    turns: int = 0
 
 
 def row_of(record: dict[str, Any]) -> Row:
@@ -66,7 +69,8 @@ def row_of(record: dict[str, Any]) -> Row:
                record.get("reward"), record.get("resolved"), record.get("cost_usd"),
                float(record.get("duration_s") or 0.0), verifier.get("duration_s"),
                bool(verifier.get("error")), str(record.get("model") or "?"),
-               str(record.get("toolsets") or "core"), tuple(record.get("tags") or ()))
+               str(record.get("toolsets") or "core"), tuple(record.get("tags") or ()),
+               int(record.get("turns") or 0))
 
 
 def summary(rows: list[Row], *, detail: bool = False) -> dict[str, Any]:
@@ -96,6 +100,8 @@ def summary(rows: list[Row], *, detail: bool = False) -> dict[str, Any]:
                      "mean_per_attempt": round(sum(costs) / len(costs), 6) if costs else None,
                      "per_solved_task": round(sum(costs) / resolved, 6) if resolved and costs else None,
                      "unpriced_attempts": len(rows) - len(costs)},
+        "turns": {"mean": round(sum(r.turns for r in rows) / len(rows), 4) if rows else None,
+                  "per_solved_task": round(sum(r.turns for r in rows) / resolved, 4) if resolved else None},
         "duration_s": {"mean": round(sum(r.duration for r in rows) / len(rows), 4) if rows else None,
                        "total": round(sum(r.duration for r in rows), 4)},
         "verifier_s": {"mean": round(sum(verifier_times) / len(verifier_times), 4)

@@ -5,7 +5,8 @@
 JOB = {"task": Task.to_dict(), "model", "max_turns", "toolsets", "timeout", "keep": bool,
 "task_dir", "home", "session_id", "checkpoints": False | None (None: as configured),
 "attempt": int, "agent": "talaria" | "oracle" | "nop", "max_cost": dollars | None,
-"skills": a set's name | "none" | None, "skill_set": the set's folder | None}. `task_dir/workspace` is the task's working directory: a
+"skills": a set's name | "none" | None, "skill_set": the set's folder | None,
+"toolset_arm"?: the `--toolset-mix` arm drawn (its tools are "toolsets")}. `task_dir/workspace` is the task's working directory: a
 fresh copy of its template, or empty; it is wiped first, so a task re-run after a crash starts
 clean. `home` is the worker's TALARIA_HOME under the run directory: its `sessions.db` holds
 each task's transcript as it happens, under the `session_id` the runner chose, so a worker

@@ -21,6 +21,10 @@ from talaria.agent.trajectories.export.sharegpt import parse_sharegpt
 from tests import ROOT
 from tests.batchllm import RoutedLLM, script_turn
 
+# One Ray at a time on this machine: the suite's parallel workers run these modules on one
+# worker (scripts/test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("ray")
+
 ray = pytest.importorskip("ray")
 
 
@@ -31,7 +35,7 @@ def ray_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RoutedLLM]:
     saved = {k: os.environ.get(k) for k in [*env, "OPENAI_BASE_URL"]}
     with RoutedLLM(delay=0.2) as llm:
         os.environ.update(env, OPENAI_BASE_URL=llm.openai_base_url)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             yield llm
         finally:
