@@ -37,8 +37,10 @@ from tests.acp_client_side import CANCELLED, NO_REPLY, ClientError, ClientSide, 
 from tests.acpschema import AGENT_TO_CLIENT, CLIENT_TO_AGENT, Recorder, validate_message
 
 SERVER_CMD = [sys.executable, "-m", "talaria.acp_server", "acp"]
-TIMEOUT = 10.0
-"""Seconds any single wait may take before the test fails (the fake LLM is instant)."""
+TIMEOUT = 30.0
+"""Seconds any single wait may take before the test fails (the fake LLM is instant; a wait
+catches a hang, and the suite's parallel workers on a busy 2-core machine can make a start
+or a turn take several seconds)."""
 SCRUBBED_ENV = ("OPENAI_", "ANTHROPIC_", "OPENROUTER_", "TALARIA_")
 Permission = str | Callable[[dict[str, Any]], str | None] | None
 

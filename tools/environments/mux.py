@@ -126,9 +126,11 @@ class Mux:
         self._send_lock = threading.Lock()
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self.record = procs.track(proc.pid, "environment")
-        threading.Thread(target=self._read, daemon=True, name=f"mux {where}").start()
+        # Both made before either starts: the reader, at a quick EOF, asks the stderr one why.
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        reader = threading.Thread(target=self._read, daemon=True, name=f"mux {where}")
         self._stderr_reader.start()
+        reader.start()
 
     @classmethod
     async def open(cls, argv: list[str], where: str, *, env: dict[str, str] | None = None,

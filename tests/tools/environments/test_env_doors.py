@@ -24,10 +24,13 @@ def llm_call(name: str, **arguments: object) -> dict[str, object]:
     return {"name": name, "arguments": arguments}
 
 
-def containers() -> list[str]:
+def containers(under: Path | None = None) -> list[str]:
+    """Talaria's containers; with `under`, only those mounting something under it (the suite's
+    parallel workers run other tests' containers at the same time)."""
     out = subprocess.run(["podman", "ps", "-a", "--filter", "label=talaria.environment",
-                          "--format", "{{.Names}}"], capture_output=True, text=True).stdout
-    return out.split()
+                          "--format", "{{.Names}} {{.Mounts}}"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines()
+            if line.strip() and (under is None or str(under) in line)]
 
 
 def talaria(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -55,7 +58,7 @@ def test_run_with_a_bad_environment_is_one_line(tmp_path: Path, image: str) -> N
         done = talaria("run", "hi", "--env", env, home=tmp_path, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert not containers()
+    assert not containers(tmp_path)
 
 
 def test_batch_tasks_each_get_a_container_and_leave_none(tmp_path: Path, image: str,
@@ -78,7 +81,7 @@ def test_batch_tasks_each_get_a_container_and_leave_none(tmp_path: Path, image: 
     for i in range(3):
         workspace = result.run_dir / "tasks" / task_dir_name(f"t{i}") / "workspace"
         assert (workspace / "out.txt").read_text() == f"task-{i}"
-    assert not containers()
+    assert not containers(tmp_path)
 
 
 def test_acp_environment_option_and_a_command_in_the_container(tmp_path: Path, fake_llm, image: str) -> None:
