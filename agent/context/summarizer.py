@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from talaria.agent.providers.base import Provider, TextDelta
+from talaria.agent.pricing import Spend
+from talaria.agent.providers.base import Provider, TextDelta, Usage
 from talaria.agent.transcript import Message
 
 
@@ -20,6 +21,8 @@ class ProviderSummarizer:
     provider: Provider
     summary_tokens: int = 2_000
     """Output tokens a summary may take."""
+    spend: Spend | None = None
+    """The session's spend, which the summary's call adds to."""
 
     async def summarize(self, instructions: str, transcript: str) -> str:
         messages: list[Message] = [
@@ -30,4 +33,9 @@ class ProviderSummarizer:
         async for event in self.provider.stream(messages, [], max_tokens=self.summary_tokens):
             if isinstance(event, TextDelta):
                 parts.append(event.text)
+            elif isinstance(event, Usage) and self.spend is not None:
+                self.spend.add(self.provider.name, {
+                    "input": event.input_tokens, "output": event.output_tokens,
+                    "cache_read": event.cache_read_tokens,
+                    "cache_write": event.cache_write_tokens, "reasoning": event.reasoning_tokens})
         return "".join(parts)

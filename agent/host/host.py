@@ -161,7 +161,7 @@ class SessionHost:
         opening = Opening(cwd, session_id=session_id, history=history, title=record.title,
                           mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          prestart=self.prestart)
+                          spend=record.meta.get("spend"), prestart=self.prestart)
         return await self._open(opening, model=_stored_model(record.model))
 
     async def fork(self, source_id: str, cwd: Path, *,
@@ -185,6 +185,7 @@ class SessionHost:
         todos = source.tool_state.todos if source is not None else last_todos(history) or []
         opening = Opening(cwd, session_id=fork_id, history=history, title=title, todos=todos,
                           mode=source.permissions.mode if source else None,
+                          spend=source.spend.to_json() if source else record.meta.get("spend"),
                           mcp_servers=mcp_servers, prestart=self.prestart)
         return await self._open(opening, provider=provider)
 
@@ -293,6 +294,7 @@ class SessionHost:
                     content: Callable[[], Awaitable[Content]] | None,
                     command: tuple[str, str] | None) -> Outcome:
         self.running[session.id] = scope = anyio.CancelScope()
+        before = session.spend.copy()  # the turn's tokens: what its calls add to the session's
         try:
             # A cancel may come while the door reads the prompt (resource links through the
             # editor) or during a slash command: before run_turn has a scope, this one catches it.
@@ -304,14 +306,16 @@ class SessionHost:
 
                 body: Content = await content() if content is not None else text
                 if command is not None:
-                    return Outcome(await self._command(session, *command))
+                    reason = await self._command(session, *command)
+                    return Outcome(reason, spend=session.spend.since(before))
                 blocks = body if isinstance(body, list) else [{"type": "text", "text": body}]
                 body = expand(session, text, blocks) or body  # `/SKILL task`
                 await tools_ready(session, FIRST_REQUEST_WAIT_S)
             if scope.cancel_called:
                 return Outcome("cancelled")
             reason = await self._model_call(run_turn(session, body))
-            return Outcome(reason, after_turn(session, self.config) if self.review else None)
+            return Outcome(reason, after_turn(session, self.config) if self.review else None,
+                           spend=session.spend.since(before))
         finally:
             if self.running.get(session.id) is scope:
                 del self.running[session.id]
