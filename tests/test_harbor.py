@@ -80,7 +80,7 @@ def harbor(venv: Path, tmp: Path, task_dir: Path, *args: str) -> dict[str, Any]:
     """`harbor run` on one task; returns the trial's result.json, its directory under `dir`."""
     jobs = tmp / "jobs"
     env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(HARBOR_DIR)}
+           "PYTHONPATH": str(HARBOR_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("VIRTUAL_ENV", None)
     command = [str(venv / "bin" / "harbor"), "run", "-p", str(task_dir), "-e", "podman",
                "-o", str(jobs), "-n", "1", "-q", "-y", *args]
@@ -137,13 +137,14 @@ def test_talaria_solves_the_sample_task_in_harbor_and_the_trajectory_is_whole(
     trajectory = json.loads((result["dir"] / "agent" / "trajectory.json").read_text())
     steps = [s for s in trajectory["steps"] if s["source"] == "agent"]
     calls = [c for s in steps for c in s.get("tool_calls") or []]
-    assert [c["function_name"] for c in calls] == ["edit", "execute"]  # ACP kinds
+    assert [c["function_name"] for c in calls] == ["write_file", "terminal"]  # ACP `name`
     assert calls[0]["arguments"] == {"path": "/app/hello.txt", "content": "Hello, world!\n"}
     assert calls[1]["arguments"]["command"] == "cat /app/hello.txt"
     observed = {r["source_call_id"]: r["content"] for s in steps
                 for r in (s.get("observation") or {}).get("results", [])}
     assert set(observed) == {c["tool_call_id"] for c in calls}  # every call has its result
-    assert "Hello, world!" in observed[calls[1]["tool_call_id"]]
+    assert json.loads(observed[calls[0]["tool_call_id"]])["bytes_written"] == 14  # rawOutput
+    assert "Hello, world!" in observed[calls[1]["tool_call_id"]]  # the command's output
     assert steps[-1]["message"] == "Wrote /app/hello.txt."
     final = trajectory["final_metrics"]
     assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (3300, 70)

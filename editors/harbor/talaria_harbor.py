@@ -14,6 +14,9 @@ image's Python (`--without-pip`; pip runs from its wheel), and Talaria and the r
 `agent-client-protocol` are installed into it with `--no-index`. The image needs a Python of
 the wheelhouse's version (wheels.py makes one for any version >= 3.11) and bash (Harbor's).
 
+The trajectory Harbor writes from the ACP session gets what its converter reads only from
+other agents' cards: each call's tool name, and the result of an edit (whose card is a diff).
+
 `-m provider/model` (Harbor's spelling) starts Talaria on `provider:model` (Talaria's); keys
 and endpoints reach it through `--ae` (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY...).
 Without `-m`, Talaria's own configuration in the container decides (TALARIA_MODEL via `--ae`).
@@ -30,6 +33,7 @@ from typing import Any
 from harbor.agents.installed.acp import AcpAgent, AcpOptions
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+from harbor.models.trajectories import Observation, ObservationResult, Trajectory
 from pydantic import Field
 
 HERE = Path(__file__).resolve().parent
@@ -57,8 +61,9 @@ def read_wheelhouse(wheels: str | None) -> tuple[Path, dict[str, str]]:
         manifest = json.loads((where / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise WheelhouseError(f"{where} is not a Talaria wheelhouse (no {MANIFEST}): {make}") from None
-    if not (where / str(manifest.get("wheel"))).is_file():
-        raise WheelhouseError(f"{where}: {manifest.get('wheel')} is missing: {make}")
+    for wheel in (str(manifest.get("wheel")), "pip-*.whl"):
+        if not any(where.glob(wheel)):
+            raise WheelhouseError(f"{where}: {wheel} is missing: {make}")
     return where, manifest
 
 
@@ -81,7 +86,10 @@ class Talaria(AcpAgent):
     def __init__(self, *args: Any, wheels: str | None = None, **kwargs: Any) -> None:
         self._wheels, self._manifest = read_wheelhouse(wheels)
         entry = json.loads(REGISTRY_ENTRY.read_text(encoding="utf-8"))
-        env = {}
+        # The background review's model calls and skill writes would leak into a measured
+        # trial (batches turn it off too); `--ae TALARIA_SELF_IMPROVEMENT=true` keeps it.
+        given = kwargs.get("extra_env") or {}
+        env = {} if "TALARIA_SELF_IMPROVEMENT" in given else {"TALARIA_SELF_IMPROVEMENT": "false"}
         if (model := talaria_model(kwargs.get("model_name"))) is not None:
             env["TALARIA_MODEL"] = model
         entry.update(version=self._manifest["talaria"], distribution={
@@ -131,6 +139,30 @@ class Talaria(AcpAgent):
                 f"(python3.N editors/harbor/wheels.py DIR, or --python 3.N)")
         return (found.stdout or "").strip().splitlines()[-1]
 
+    def _convert_events_to_trajectory(self, *, summary: dict[str, Any] | None,
+                                      events: list[dict[str, Any]]) -> Trajectory | None:
+        """Harbor's ATIF, with what its converter leaves out of Talaria's cards: the tool's own
+        name (ACP `name`, next to the `kind` Harbor records) and, for a call whose result is
+        none of the shapes it reads (an edit's card is its diff), the result the model got
+        (`rawOutput`), so no call is without its observation."""
+        trajectory = super()._convert_events_to_trajectory(summary=summary, events=events)
+        if trajectory is None:
+            return None
+        names, outputs = _cards(events)
+        for step in trajectory.steps:
+            seen = {r.source_call_id for r in step.observation.results} if step.observation else set()
+            added = []
+            for call in step.tool_calls or []:
+                call.function_name = names.get(call.tool_call_id, call.function_name)
+                if call.tool_call_id not in seen and call.tool_call_id in outputs:
+                    added.append(ObservationResult(
+                        source_call_id=call.tool_call_id,
+                        content=json.dumps(outputs[call.tool_call_id], ensure_ascii=False)))
+            if added:
+                step.observation = Observation(
+                    results=[*(step.observation.results if step.observation else []), *added])
+        return trajectory
+
     async def run(self, instruction: str, environment: BaseEnvironment,
                   context: AgentContext) -> None:
         # The runner selects the session's model by the name it is given, among the names
@@ -141,3 +173,19 @@ class Talaria(AcpAgent):
             await super().run(instruction, environment, context)
         finally:
             self.model_name = harbor_model
+
+
+def _cards(events: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Tool call id -> the tool's name, and -> its final `rawOutput`, from the ACP events."""
+    names: dict[str, str] = {}
+    outputs: dict[str, Any] = {}
+    for event in events:
+        payload = event.get("payload") if event.get("event_type") == "session_update" else None
+        update = payload.get("update") if isinstance(payload, dict) else None
+        if not isinstance(update, dict) or not isinstance(call_id := update.get("toolCallId"), str):
+            continue
+        if update.get("sessionUpdate") == "tool_call" and isinstance(update.get("name"), str):
+            names[call_id] = update["name"]
+        if update.get("rawOutput") is not None:
+            outputs[call_id] = update["rawOutput"]
+    return names, outputs
