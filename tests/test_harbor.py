@@ -80,7 +80,8 @@ def harbor(venv: Path, tmp: Path, task_dir: Path, *args: str) -> dict[str, Any]:
     """`harbor run` on one task; returns the trial's result.json, its directory under `dir`."""
     jobs = tmp / "jobs"
     env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(HARBOR_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+           "PYTHONPATH": str(HARBOR_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ left in editors/harbor
     env.pop("VIRTUAL_ENV", None)
     command = [str(venv / "bin" / "harbor"), "run", "-p", str(task_dir), "-e", "podman",
                "-o", str(jobs), "-n", "1", "-q", "-y", *args]
