@@ -5,7 +5,8 @@ tasks, made offline from this machine's own files (no registry here).
 library) plus what Harbor and an installed Talaria need in a task container: bash (Harbor runs
 every command with `bash -c`), stdbuf (its ACP runner's output pipe), `/usr/bin/env` (the
 launcher's shebang), the shared libraries of the standard library's extension modules
-(sqlite3, ssl, ctypes...) and libstdc++ / libgcc_s (which manylinux wheels may link).
+(sqlite3, ssl, ctypes...) and the system libraries manylinux wheels may link (libstdc++,
+librt...).
 `podman import`ed once per content: `ensure_image()` returns its name.
 """
 
@@ -23,7 +24,9 @@ from benchmarks import env_image
 REPO = "localhost/talaria-harbor-base"
 TOOLS = (Path("/usr/bin/bash"), Path("/usr/bin/stdbuf"))
 EXTRA_FILES = (Path("/usr/libexec/coreutils/libstdbuf.so"),)
-RUNTIME_LIBS = ("libstdc++.so.6", "libgcc_s.so.1")
+RUNTIME_LIBS = ("libstdc++.so.6", "libgcc_s.so.1", "libdl.so.2", "librt.so.1", "libpthread.so.0",
+                "libutil.so.1", "libresolv.so.2", "libz.so.1")
+"""The system libraries manylinux wheels may link (its policy's list, as glibc ships them)."""
 LIB_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/lib/x86_64-linux-gnu"))
 DYNLOAD = Path("/usr/lib/python3.11/lib-dynload")
 
@@ -35,8 +38,9 @@ def missing() -> str | None:
     for path in (*TOOLS, *EXTRA_FILES, DYNLOAD):
         if not path.exists():
             return f"{path} is missing"
-    if not any((d / lib).exists() for d in LIB_DIRS for lib in RUNTIME_LIBS):
-        return "libstdc++ is missing"
+    for lib in RUNTIME_LIBS:
+        if not any((d / lib).exists() for d in LIB_DIRS):
+            return f"{lib} is missing"
     return None
 
 

@@ -14,8 +14,9 @@ image's Python (`--without-pip`; pip runs from its wheel), and Talaria and the r
 `agent-client-protocol` are installed into it with `--no-index`. The image needs a Python of
 the wheelhouse's version (wheels.py makes one for any version >= 3.11) and bash (Harbor's).
 
-The trajectory Harbor writes from the ACP session gets what its converter reads only from
-other agents' cards: each call's tool name, and the result of an edit (whose card is a diff).
+The trajectory Harbor writes from the ACP session also gets the result of an edit (its card
+is a diff, which Harbor's converter does not read). Calls are named by their ACP `kind`
+(`edit`, `execute`...): the runner's ACP SDK drops the unstable `name` Talaria sends.
 
 `-m provider/model` (Harbor's spelling) starts Talaria on `provider:model` (Talaria's); keys
 and endpoints reach it through `--ae` (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY...).
@@ -120,17 +121,19 @@ class Talaria(AcpAgent):
             f"--disable-pip-version-check --find-links {wheels} "
             f"talaria-agent=={self._manifest['talaria']} agent-client-protocol",
             f"chmod -R a+rX {self.VENV}",
+            f"{self.VENV}/bin/python -c 'import acp'",  # the runner's import, checked now
             f"{self.VENV}/bin/talaria --version",
         ]))
 
     async def _image_python(self, environment: BaseEnvironment, version: str) -> str:
         """The image's python of `version`, or a RuntimeError saying what to do."""
         want = tuple(int(part) for part in version.split("."))
-        probe = "; ".join([
+        probe = "\n".join([
             f"for p in python{version} python3 python; do",
             f"  if command -v $p >/dev/null && $p -c 'import sys; sys.exit(sys.version_info[:2] != {want})'",
             "  then command -v $p; exit 0; fi",
-            "done; exit 3"])
+            "done",
+            "exit 3"])
         found = await environment.exec(command=probe, user="root")
         if found.return_code != 0 or not (found.stdout or "").strip():
             raise RuntimeError(
@@ -141,19 +144,17 @@ class Talaria(AcpAgent):
 
     def _convert_events_to_trajectory(self, *, summary: dict[str, Any] | None,
                                       events: list[dict[str, Any]]) -> Trajectory | None:
-        """Harbor's ATIF, with what its converter leaves out of Talaria's cards: the tool's own
-        name (ACP `name`, next to the `kind` Harbor records) and, for a call whose result is
-        none of the shapes it reads (an edit's card is its diff), the result the model got
-        (`rawOutput`), so no call is without its observation."""
+        """Harbor's ATIF, with the result the model got (`rawOutput`) for a call whose card
+        holds none of the shapes Harbor's converter reads (an edit's card is its diff), so no
+        call is without its observation."""
         trajectory = super()._convert_events_to_trajectory(summary=summary, events=events)
         if trajectory is None:
             return None
-        names, outputs = _cards(events)
+        outputs = _raw_outputs(events)
         for step in trajectory.steps:
             seen = {r.source_call_id for r in step.observation.results} if step.observation else set()
             added = []
             for call in step.tool_calls or []:
-                call.function_name = names.get(call.tool_call_id, call.function_name)
                 if call.tool_call_id not in seen and call.tool_call_id in outputs:
                     added.append(ObservationResult(
                         source_call_id=call.tool_call_id,
@@ -175,17 +176,13 @@ class Talaria(AcpAgent):
             self.model_name = harbor_model
 
 
-def _cards(events: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, Any]]:
-    """Tool call id -> the tool's name, and -> its final `rawOutput`, from the ACP events."""
-    names: dict[str, str] = {}
+def _raw_outputs(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tool call id -> its last `rawOutput`, from the ACP events Harbor's runner recorded."""
     outputs: dict[str, Any] = {}
     for event in events:
         payload = event.get("payload") if event.get("event_type") == "session_update" else None
         update = payload.get("update") if isinstance(payload, dict) else None
-        if not isinstance(update, dict) or not isinstance(call_id := update.get("toolCallId"), str):
-            continue
-        if update.get("sessionUpdate") == "tool_call" and isinstance(update.get("name"), str):
-            names[call_id] = update["name"]
-        if update.get("rawOutput") is not None:
+        if (isinstance(update, dict) and isinstance(call_id := update.get("toolCallId"), str)
+                and update.get("rawOutput") is not None):
             outputs[call_id] = update["rawOutput"]
-    return names, outputs
+    return outputs
