@@ -16,9 +16,23 @@ from talaria.agent.host import Content, ModelFailure, SessionHost
 if TYPE_CHECKING:
     from talaria.acp_server.learning import CommandsUpdates
     from talaria.acp_server.sessions import AcpSessions
+    from talaria.agent.pricing import Spend
 
 TURN_MODULES = ("talaria.acp_server.content",)
 """What a prompt imports of this door that a session's opening does not (see the host's)."""
+
+
+def turn_usage(spend: Spend | None) -> dict[str, Any] | None:
+    """A turn's token counts as the unstable `PromptResponse.usage`: `inputTokens` is every
+    call's whole prompt (cached parts included), `outputTokens` its answer (reasoning
+    included); `totalTokens` their sum. None when the turn made no model call, or one whose
+    provider reported no usage (counts without it would be made up)."""
+    if spend is None or not spend.calls or spend.unreported:
+        return None
+    tokens = spend.tokens
+    return {"totalTokens": tokens["input"] + tokens["output"], "inputTokens": tokens["input"],
+            "outputTokens": tokens["output"], "thoughtTokens": tokens["reasoning"],
+            "cachedReadTokens": tokens["cache_read"], "cachedWriteTokens": tokens["cache_write"]}
 
 
 class AcpTurns:
@@ -51,8 +65,10 @@ class AcpTurns:
             raise RpcError.invalid_params(str(exc)) from None
         except ModelFailure as exc:
             raise RpcError.from_model(exc) from None
-        return Reply({"stopReason": outcome.stop_reason},
-                     then=self.commands.after_prompt(session, outcome.after))
+        answer: dict[str, Any] = {"stopReason": outcome.stop_reason}
+        if (usage := turn_usage(outcome.spend)) is not None:
+            answer["usage"] = usage
+        return Reply(answer, then=self.commands.after_prompt(session, outcome.after))
 
     async def cancel(self, params: dict[str, Any]) -> None:
         session_id = params.get("sessionId")

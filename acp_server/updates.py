@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from talaria.agent.permissions import PermissionAsk
 
 PRIORITY = ("high", "medium", "low")
+COST_DECIMALS = 6
+"""A session's cost in dollars is sent to a millionth of a dollar."""
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
@@ -89,8 +91,11 @@ def to_update(event: ev.Event) -> dict[str, Any] | None:
                     "content": [tool_content(c) for c in content], "rawOutput": result}
         case ev.PlanUpdated(entries=entries):
             return {"sessionUpdate": "plan", "entries": plan_entries(entries)}
-        case ev.UsageUpdated(used=used, size=size):
-            return {"sessionUpdate": "usage_update", "used": used, "size": size}
+        case ev.UsageUpdated(used=used, size=size, cost_usd=cost):
+            usage: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": size}
+            if cost is not None:  # unknown is left out: a made-up 0 would be a wrong figure
+                usage["cost"] = {"amount": round(cost, COST_DECIMALS), "currency": "USD"}
+            return usage
         case ev.TitleUpdated(title=title):
             return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": iso()}
         case ev.Notice(text=text):

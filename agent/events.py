@@ -65,6 +65,9 @@ class UsageUpdated:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    """The session's cost so far in US dollars (`Session.spend`); None when unknown (a model
+    without a price, a call that reported no usage)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,15 +193,21 @@ def _assistant(
 
 
 async def _usage(session: Session, usage: Usage, emit: Emit) -> None:
-    used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-    used += usage.output_tokens
+    spend = session.spend
+    spend.add(session.provider.name, {
+        "input": usage.input_tokens, "output": usage.output_tokens,
+        "cache_read": usage.cache_read_tokens, "cache_write": usage.cache_write_tokens,
+        "reasoning": usage.reasoning_tokens})
+    if session.store is not None:  # a loaded session's cost goes on from its total
+        session.store.update_session(session.id, meta={"spend": spend.to_json()})
+    used = usage.input_tokens + usage.output_tokens  # input_tokens: the whole prompt
     if used == 0:  # the provider reported nothing: count it ourselves, off the event loop
         used = await session.context.exact(session.tool_definitions())
     session.context.last_usage = used
     await emit(UsageUpdated(
         used=used, size=session.context_window, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
+        cache_write_tokens=usage.cache_write_tokens, cost_usd=spend.cost,
     ))
 
 

@@ -22,14 +22,15 @@ overrides or adds entries:
     output = 2.0
 
 A model with no price has no cost (None), never a made-up one. Used by `talaria batch`
-(`cost_usd` per attempt, `--max-cost`) and meant for the editor's cost display alike.
+(`cost_usd` per attempt, `--max-cost`) and by a session's `Spend` (what its model calls used
+and cost so far: the editor's cost display, a turn's token counts).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PER = 1_000_000
@@ -147,3 +148,72 @@ def describe_price(price: Price) -> str:
         parts.append(f"${price.cached_input:.3g} cached")
     parts.append(f"${price.output:.2f} out")
     return " / ".join(parts) + " per M tokens"
+
+
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+"""What a call's usage counts (`providers.base.Usage` without `_tokens`): `input` is the whole
+prompt, `cache_read` / `cache_write` parts of it; `output` includes `reasoning`."""
+
+
+@dataclass(slots=True)
+class Spend:
+    """What a session's model calls used so far: token totals, and their cost in dollars while
+    every call had a price and reported its usage (None from the first that did not: a cost
+    left out is not a cost of 0). Kept on the session (`Session.spend`) and in its stored
+    record, so a loaded session goes on from its total."""
+
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """`[prices]` of config.toml (the defaults apply besides)."""
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
+    calls: int = 0
+    unreported: int = 0
+    """Calls whose provider reported no usage (their tokens are not in `tokens`)."""
+    cost: float | None = 0.0
+
+    def add(self, model: str | None, usage: Mapping[str, Any]) -> None:
+        """One model call of `model` ("provider:model") and its usage (`TOKEN_KINDS` keys)."""
+        self.calls += 1
+        counts = {kind: int(usage.get(kind) or 0) for kind in TOKEN_KINDS}
+        if not any(counts.values()):
+            self.unreported += 1
+            self.cost = None
+            return
+        for kind, count in counts.items():
+            self.tokens[kind] += count
+        call = cost_usd(counts, price_for(model, self.prices))
+        self.cost = None if self.cost is None or call is None else self.cost + call
+
+    def absorb(self, other: Spend) -> None:
+        """Add another session's spend (a subagent's, when it ends)."""
+        for kind in TOKEN_KINDS:
+            self.tokens[kind] += other.tokens[kind]
+        self.calls += other.calls
+        self.unreported += other.unreported
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+
+    def copy(self) -> Spend:
+        return Spend(self.prices, dict(self.tokens), self.calls, self.unreported, self.cost)
+
+    def since(self, before: Spend) -> Spend:
+        """The calls made after `before` (a copy taken earlier) as a Spend of their own."""
+        tokens = {kind: self.tokens[kind] - before.tokens[kind] for kind in TOKEN_KINDS}
+        cost = None if self.cost is None or before.cost is None else self.cost - before.cost
+        return Spend(self.prices, tokens, self.calls - before.calls,
+                     self.unreported - before.unreported, cost)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": dict(self.tokens), "calls": self.calls, "unreported": self.unreported,
+                "cost_usd": self.cost}
+
+    @classmethod
+    def from_json(cls, data: Any, prices: Mapping[str, Price]) -> Spend | None:
+        """A stored spend (`to_json`), or None when `data` is not one."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("tokens"), Mapping):
+            return None
+        try:
+            tokens = {kind: int(data["tokens"].get(kind) or 0) for kind in TOKEN_KINDS}
+            cost = data.get("cost_usd")
+            return cls(prices, tokens, int(data.get("calls") or 0),
+                       int(data.get("unreported") or 0), None if cost is None else float(cost))
+        except (TypeError, ValueError):
+            return None

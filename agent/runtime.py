@@ -15,6 +15,7 @@ from talaria.agent.config import Config
 from talaria.agent.door import FrontDoor
 from talaria.agent.events import Notice
 from talaria.agent.permissions import Permissions
+from talaria.agent.pricing import Spend
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Provider
 from talaria.agent.session import Session
@@ -112,6 +113,8 @@ class Opening:
     the background."""
     allowed_tools: frozenset[str] | None = None
     """When set, the only tools a call may dispatch to (`Session.allowed_tools`)."""
+    spend: dict[str, Any] | None = None
+    """A stored session's spend so far (`pricing.Spend.to_json`, kept in its record's meta)."""
     prestart: bool = False
     """Start the execute_code kernel now (call on the event loop's thread), so the first script
     costs what a warm one does, and index the project for checkpoints."""
@@ -164,6 +167,7 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     )
     if opening.todos is not None:
         tool_state.todos = [dict(t) for t in opening.todos]
+    session.spend = _spend(config, opening)
     session.tool_state.vision = vision.vision_state(
         config, session, lambda: make_provider(config, config.vision_model))
     from talaria.tools.environments.base import environment_of
@@ -183,7 +187,8 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
-        session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model))
+        session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model),
+                                                spend=session.spend)
     attach_learning(session, config)
     if opening.prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
         from talaria.tools.execute_code.tool import prestart as prestart_kernel
@@ -201,6 +206,18 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     text = system_prompt(cwd, opening.additional_dirs)
     session.append({"role": "system", "content": text + (f"\n{extra}\n" if extra else "")})
     return session
+
+
+def _spend(config: Config, opening: Opening) -> Spend:
+    """A new session's spend, or a stored one's total so far. A stored session with model
+    calls but no stored total (saved before totals were kept) has an unknown cost."""
+    stored = Spend.from_json(opening.spend, config.prices)
+    if stored is not None:
+        return stored
+    spend = Spend(config.prices)
+    if any("usage" in m for m in opening.history or ()):
+        spend.cost = None
+    return spend
 
 
 def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> None:

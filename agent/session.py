@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from talaria.agent.context.live import LiveContext
 from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import Permissions
+from talaria.agent.pricing import Spend
 from talaria.agent.providers.base import Provider
 from talaria.agent.queue import PromptQueue
 from talaria.agent.store import Store
@@ -79,6 +80,9 @@ class Session:
     """0 for a user's session, 1 for a subagent it delegated to, 2 for that one's own."""
     withheld: Withholding = field(default_factory=Withholding)
     """Tool calls that reached a secret path, until their results are stored marked."""
+    spend: Spend = field(default_factory=Spend)
+    """Tokens and cost of its model calls so far (`new_session` gives it the configured prices
+    and, for a stored session, its stored total)."""
     _nested_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), repr=False)
 
     @property

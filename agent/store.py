@@ -153,17 +153,18 @@ class Store:
             )
 
     def update_session(self, session_id: str, **fields: Any) -> None:
+        """Set `title`, `model`, `mode`; `meta`: its keys replace those stored, others stay."""
         allowed = {"title", "model", "mode", "meta"}
         if not fields or set(fields) - allowed:
             raise ValueError(f"can only update {sorted(allowed)}")
-        if "meta" in fields:
-            fields["meta"] = json.dumps(fields["meta"])
-        assignments = ", ".join(f"{name} = ?" for name in fields)
+        meta = fields.pop("meta", None) or {}
+        sets = [f"{name} = ?" for name in fields] + (
+            ["meta = json_set(meta" + ", ?, json(?)" * len(meta) + ")"] if meta else [])
+        values = [*fields.values(), *(v for key, value in meta.items()
+                                      for v in (f'$."{key}"', json.dumps(value)))]
         with self._lock:
-            self._db.execute(
-                f"UPDATE sessions SET {assignments}, updated_at = ? WHERE id = ?",
-                (*fields.values(), time.time(), session_id),
-            )
+            self._db.execute(f"UPDATE sessions SET {', '.join([*sets, 'updated_at = ?'])} "
+                             "WHERE id = ?", (*values, time.time(), session_id))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:

@@ -3,7 +3,7 @@
     with Editor(tmp_path, fake_llm) as ed:          # spawns the server, fake LLM on loopback
         ed.initialize()                              # fs + terminal advertised by default
         sid = ed.new_session()
-        assert ed.prompt(sid, "hi") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "hi")["stopReason"] == "end_turn"
         ed.updates(sid, "agent_message_chunk")
 
 Every line, in both directions, goes through `tests.acpschema.Recorder` (the official ACP v1

@@ -239,7 +239,7 @@ def _stage1(
 
 
 def summarizer_for(session: Session) -> Summarizer:
-    return session.summarizer or ProviderSummarizer(session.provider)
+    return session.summarizer or ProviderSummarizer(session.provider, spend=session.spend)
 
 
 async def compact_session(

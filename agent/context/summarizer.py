@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from talaria.agent.providers.base import Provider, Retrying, TextDelta
+from talaria.agent.pricing import Spend
+from talaria.agent.providers.base import Provider, Retrying, TextDelta, Usage
 from talaria.agent.transcript import Message
 
 
@@ -21,6 +22,8 @@ class ProviderSummarizer:
     provider: Provider
     summary_tokens: int = 2_000
     """Output tokens a summary may take."""
+    spend: Spend | None = None
+    """The session's spend, which the summary's call adds to."""
 
     async def summarize(self, instructions: str, transcript: str,
                         on_text: Callable[[str], Awaitable[None]] | None = None) -> str:
@@ -38,4 +41,9 @@ class ProviderSummarizer:
                 parts.append(event.text)
                 if on_text is not None and event.text:
                     await on_text(event.text)
+            elif isinstance(event, Usage) and self.spend is not None:
+                self.spend.add(self.provider.name, {
+                    "input": event.input_tokens, "output": event.output_tokens,
+                    "cache_read": event.cache_read_tokens,
+                    "cache_write": event.cache_write_tokens, "reasoning": event.reasoning_tokens})
         return "".join(parts)

@@ -39,6 +39,7 @@ from talaria.agent.host.parts import (
     NoSuchSession,
     Outcome,
     RootsInUse,
+    stored_model,
 )
 from talaria.agent.prompt import roots_note
 from talaria.agent.providers.base import Provider
@@ -183,8 +184,8 @@ class SessionHost:
         opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
                           title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          prestart=self.prestart)
-        session = await self._open(opening, model=_stored_model(record.model))
+                          spend=record.meta.get("spend"), prestart=self.prestart)
+        session = await self._open(opening, model=stored_model(record.model))
         if moved:  # its system prompt names the old ones: the model is told
             session.append({"role": "user", "content": roots_note(additional_dirs),
                             "process_note": True})
@@ -210,7 +211,7 @@ class SessionHost:
         record = self.store.get_session(source_id)
         if record is None:
             raise NoSuchSession(source_id, saved=True)
-        model = source.provider.name if source else _stored_model(record.model)
+        model = source.provider.name if source else stored_model(record.model)
         provider = self.provider(model)  # before the copy: a failure leaves no orphan rows
         fork_id = new_session_id()
         store = self.store
@@ -224,6 +225,7 @@ class SessionHost:
         opening = Opening(cwd, additional_dirs, session_id=fork_id, history=history, title=title,
                           todos=todos,
                           mode=source.permissions.mode if source else None,
+                          spend=source.spend.to_json() if source else record.meta.get("spend"),
                           mcp_servers=mcp_servers, prestart=self.prestart)
         return await self._open(opening, provider=provider)
 
@@ -333,6 +335,7 @@ class SessionHost:
                     content: Callable[[], Awaitable[Content]] | None,
                     command: tuple[str, str] | None) -> Outcome:
         self.running[session.id] = scope = anyio.CancelScope()
+        before = session.spend.copy()  # the turn's tokens: what its calls add to the session's
         try:
             # A cancel may come while the door reads the prompt (resource links through the
             # editor) or during a slash command: before run_turn has a scope, this one catches it.
@@ -344,14 +347,16 @@ class SessionHost:
 
                 body: Content = await content() if content is not None else text
                 if command is not None:
-                    return Outcome(await self._command(session, *command))
+                    reason = await self._command(session, *command)
+                    return Outcome(reason, spend=session.spend.since(before))
                 blocks = body if isinstance(body, list) else [{"type": "text", "text": body}]
                 body = expand(session, text, blocks) or body  # `/SKILL task`
                 await tools_ready(session, FIRST_REQUEST_WAIT_S)
             if scope.cancel_called:
                 return Outcome("cancelled")
             reason = await self._model_call(run_turn(session, body))
-            return Outcome(reason, after_turn(session, self.config) if self.review else None)
+            return Outcome(reason, after_turn(session, self.config) if self.review else None,
+                           spend=session.spend.since(before))
         finally:
             if self.running.get(session.id) is scope:
                 del self.running[session.id]
@@ -385,11 +390,6 @@ async def _queued(session: Session, ahead: int) -> None:
     await session.door.emit(Notice(
         f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
         "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))
-
-
-def _stored_model(model: str | None) -> str | None:
-    """A stored session's model when it names a provider (`openai:...`), else the configured."""
-    return model if ":" in (model or "") else None
 
 
 def _closer(workspace: Workspace) -> Callable[[], None]:

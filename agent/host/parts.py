@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from talaria.agent.door import FrontDoor
+from talaria.agent.pricing import Spend
 from talaria.tools.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -81,3 +82,11 @@ class Outcome:
     after: After | None = None
     """The background review (`skills.review.after_turn`) when one is due: the door runs it
     after its answer, so the turn never waits for it."""
+    spend: Spend | None = None
+    """What the turn's model calls used (its subagents' and compaction summaries' included);
+    None for a prompt that ran no turn (`/steer`, `/queue`, cancelled while waiting)."""
+
+
+def stored_model(model: str | None) -> str | None:
+    """A stored session's model when it names a provider (`openai:...`), else the configured."""
+    return model if ":" in (model or "") else None

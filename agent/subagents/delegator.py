@@ -185,6 +185,8 @@ class Run:
                 self.duration = time.monotonic() - self.started
                 if self.session is not None:
                     self.session.close()  # its kernel lives exactly as long as the subagent
+                    # Its calls are the parent's turn's: the editor's cost and token counts.
+                    self.delegator.parent.spend.absorb(self.session.spend)
                 with anyio.CancelScope(shield=True):
                     await self.end()  # its card ends as it does, not with the slowest one
 

@@ -31,14 +31,14 @@ def test_undo_restores_editor_buffers_and_disk_changes_through_the_editor(tmp_pa
         ed.initialize(terminal=False)  # fs through the editor, commands on the disk
         sid = ed.new_session()
         ed.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
-        assert ed.prompt(sid, "change both") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "change both")["stopReason"] == "end_turn"
         assert ed.buffers[str(project / "a.txt")] == "agent a\n"
         assert (project / "a.txt").read_text() == "original a\n"  # the editor holds the edit
         listing_start = len(said(ed, sid))
-        assert ed.prompt(sid, "/checkpoints") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "/checkpoints")["stopReason"] == "end_turn"
         listing = said(ed, sid)[listing_start:]
         writes_before = len(ed.writes)
-        assert ed.prompt(sid, "/undo") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "/undo")["stopReason"] == "end_turn"
         restored = dict(ed.writes[writes_before:])
         reply = said(ed, sid)
     assert "2 file(s): a.txt, b.txt" in listing

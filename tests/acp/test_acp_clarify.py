@@ -43,7 +43,7 @@ def test_a_form_when_the_client_advertises_elicitation(tmp_path: Path, fake_llm,
         ed.initialize(elicitation={"form": {}})
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "set up caching")
-        assert ed.result(prompt_id) == {"stopReason": "end_turn"}
+        assert ed.result(prompt_id)["stopReason"] == "end_turn"
         cards = check_turn(ed, sid, prompt_id)
         (form,) = ed.elicitations
     (card_id,) = cards
@@ -59,7 +59,7 @@ def test_a_question_without_choices_is_one_free_text_field(tmp_path: Path, fake_
         ed.elicit = lambda params: {"action": "accept", "content": {"answer": "  whatever is fastest "}}
         ed.initialize(elicitation={"form": {}})
         sid = ed.new_session()
-        assert ed.prompt(sid, "set up caching") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "set up caching")["stopReason"] == "end_turn"
         (form,) = ed.elicitations
     assert form["requestedSchema"]["properties"] == {"answer": {"type": "string", "title": "Your answer"}}
     assert clarify_result(fake_llm) == {"answer": "whatever is fastest"}
@@ -77,7 +77,7 @@ def test_a_permission_style_question_without_elicitation(tmp_path: Path, fake_ll
         ed.initialize()
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "set up caching")
-        assert ed.result(prompt_id) == {"stopReason": "end_turn"}
+        assert ed.result(prompt_id)["stopReason"] == "end_turn"
         check_turn(ed, sid, prompt_id)
         (request,) = ed.permission_requests
     assert request["toolCall"]["title"] == QUESTION
@@ -97,7 +97,7 @@ def test_no_question_in_dont_ask_mode(tmp_path: Path, fake_llm) -> None:
         ed.initialize(elicitation={"form": {}})
         sid = ed.new_session()
         ed.request("session/set_mode", {"sessionId": sid, "modeId": "dont_ask"})
-        assert ed.prompt(sid, "set up caching") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "set up caching")["stopReason"] == "end_turn"
         asked = ed.elicitations + ed.permission_requests
     assert asked == []
     assert clarify_result(fake_llm) == {"answer": None, "note": NO_ANSWER}
@@ -112,7 +112,7 @@ def test_cancel_during_a_question_ends_the_turn_cancelled(tmp_path: Path, fake_l
         prompt_id = ed.send_prompt(sid, "set up caching")
         ed.wait_for(lambda: ed.elicitations or ed.permission_requests, what="the question")
         ed.cancel(sid)
-        assert ed.result(prompt_id) == {"stopReason": "cancelled"}
+        assert ed.result(prompt_id)["stopReason"] == "cancelled"
         cards = check_turn(ed, sid, prompt_id)
         if form:  # the unanswered form is withdrawn (its $/cancel_request may follow the answer)
             ed.wait_for(lambda: [m for d, m in ed.transcript()
@@ -131,5 +131,5 @@ def test_a_form_cancelled_by_the_user_ends_the_turn_cancelled(tmp_path: Path, fa
         ed.elicit = lambda params: {"action": "cancel"}
         ed.initialize(elicitation={"form": {}})
         sid = ed.new_session()
-        assert ed.prompt(sid, "set up caching") == {"stopReason": "cancelled"}
+        assert ed.prompt(sid, "set up caching")["stopReason"] == "cancelled"
     assert fake_llm.served == 1

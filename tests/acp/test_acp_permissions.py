@@ -219,7 +219,7 @@ def test_every_editor_entry_takes_claude_code_names_and_refuses_unknown_ones(tmp
                 err = ed.error(method, {"sessionId": sid, **params})
                 shown = f"{err.message} {err.data}"
                 assert err.code == -32602 and all(m in shown for m in MODES), (bad, shown)
-        assert ed.prompt(sid, "/mode auto") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "/mode auto")["stopReason"] == "end_turn"
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
         assert "Mode set to auto" in said
         assert ed.error("session/prompt", {"sessionId": sid,

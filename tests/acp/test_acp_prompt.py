@@ -25,7 +25,7 @@ def test_streams_text_and_thoughts_then_usage_and_a_title(tmp_path: Path, fake_l
         ed.initialize()
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "Say hello")
-        assert ed.result(prompt_id) == {"stopReason": "end_turn"}
+        assert ed.result(prompt_id)["stopReason"] == "end_turn"
         check_turn(ed, sid, prompt_id)
         kinds = [u["sessionUpdate"] for u in ed.updates(sid)]
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))

@@ -20,7 +20,7 @@ def test_delete_removes_a_session_open_or_not(tmp_path: Path, fake_llm) -> None:
         ed.initialize()
         kept, closed, open_ = ed.new_session(), ed.new_session(), ed.new_session()
         for sid in (kept, closed, open_):
-            assert ed.prompt(sid, f"hello {sid[:4]}") == {"stopReason": "end_turn"}
+            assert ed.prompt(sid, f"hello {sid[:4]}")["stopReason"] == "end_turn"
         ed.request("session/close", {"sessionId": closed})
         assert ed.request("session/delete", {"sessionId": closed}) == {}
         assert ed.request("session/delete", {"sessionId": open_}) == {}
@@ -46,7 +46,7 @@ def test_logout_forgets_stored_keys_so_new_sessions_need_them_again(tmp_path: Pa
         still = ed.prompt(sid, "the open session goes on")
     assert not (home / "credentials").exists()
     assert refused.code == -32000
-    assert still == {"stopReason": "end_turn"}
+    assert still["stopReason"] == "end_turn"
 
 
 def test_fork_copies_the_transcript_into_a_new_session(tmp_path: Path, fake_llm) -> None:
@@ -56,14 +56,14 @@ def test_fork_copies_the_transcript_into_a_new_session(tmp_path: Path, fake_llm)
     with Editor(tmp_path, fake_llm, unstable=True) as ed:
         ed.initialize()
         source = ed.new_session()
-        assert ed.prompt(source, "remember the word PELICAN") == {"stopReason": "end_turn"}
+        assert ed.prompt(source, "remember the word PELICAN")["stopReason"] == "end_turn"
         forked = ed.request("session/fork", {"sessionId": source, "cwd": str(ed.project),
                                              "mcpServers": []})
         fork = forked["sessionId"]
         ed.sync()
         plan = ed.updates(fork, "plan")
-        assert ed.prompt(fork, "what was the word?") == {"stopReason": "end_turn"}
-        assert ed.prompt(source, "and here?") == {"stopReason": "end_turn"}
+        assert ed.prompt(fork, "what was the word?")["stopReason"] == "end_turn"
+        assert ed.prompt(source, "and here?")["stopReason"] == "end_turn"
         titles = {s["sessionId"]: s["title"] for s in ed.request("session/list", {})["sessions"]}
         missing = ed.error("session/fork", {"sessionId": "nope", "cwd": str(ed.project),
                                             "mcpServers": []})

@@ -47,7 +47,7 @@ def test_each_subagent_is_a_card_that_streams_its_calls_and_ends_with_its_summar
         ed.initialize()
         sid = ed.new_session()
         prompt_id = ed.send_prompt(sid, "split it")
-        assert ed.result(prompt_id, timeout=30) == {"stopReason": "end_turn"}
+        assert ed.result(prompt_id, timeout=30)["stopReason"] == "end_turn"
         cards = check_turn(ed, sid, prompt_id)
         asks = ed.permission_requests
         kinds = {u["sessionUpdate"] for u in ed.updates(sid)}
@@ -74,7 +74,7 @@ def test_subagent_updates_for_a_client_that_advertises_subagents(tmp_path: Path,
         ed.initialize(subagents={})
         sid = ed.new_session()
         ed.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
-        assert ed.prompt(sid, "split it", timeout=30) == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "split it", timeout=30)["stopReason"] == "end_turn"
         updates = ed.updates(sid, "subagent_update")
     by_child: dict[str, list[dict[str, Any]]] = {}
     for update in updates:
@@ -102,7 +102,7 @@ def test_cancel_ends_every_subagent_card_and_process(tmp_path: Path, fake_llm, t
                     what="both subagents' commands", timeout=30)
         assert all(group_alive(int(p.read_text())) for p in pids)
         ed.cancel(sid)
-        assert ed.result(prompt_id, timeout=30) == {"stopReason": "cancelled"}
+        assert ed.result(prompt_id, timeout=30)["stopReason"] == "cancelled"
         cards = check_turn(ed, sid, prompt_id)  # every card ended
     assert [c[-1]["status"] for i, c in cards.items() if "-sub" in i] == ["failed", "failed"]
     assert not any(group_alive(int(p.read_text())) for p in pids)

@@ -88,12 +88,13 @@ def test_every_config_is_listed_and_every_folder_explains_itself() -> None:
         assert f"]({name})" in index, f"editors/README.md does not link {name}"
         assert (EDITORS / name).parent.joinpath("README.md").is_file()
     shipped = {p.relative_to(EDITORS).as_posix() for p in EDITORS.rglob("*") if p.is_file()
-               and not _in_extension(p)}
+               and not _in_extension(p) and "__pycache__" not in p.parts}
     from tests.lsp.test_lsp_editors import LSP_CONFIGS  # `talaria lsp`'s, checked there
 
     registry = {"registry/agent.json", "registry/icon.svg"}  # tests/test_registry.py
+    harbor = {"harbor/talaria_harbor.py", "harbor/wheels.py", "harbor/requirements.txt"}  # tests/test_harbor.py
     assert shipped - {p for p in shipped if p.endswith("README.md")} == {
-        *ALL_CONFIGS, *LSP_CONFIGS, *registry}
+        *ALL_CONFIGS, *LSP_CONFIGS, *registry, *harbor}
 
 
 EXTENSION = EDITORS / "vscode"

@@ -46,7 +46,7 @@ def test_model_failures_are_classified_model_errors(
         sid = ed.new_session()
         error = prompt_error(ed, sid)
         fake_llm.script([{"text": "back"}])
-        assert ed.prompt(sid, "again") == {"stopReason": "end_turn"}  # the session survives
+        assert ed.prompt(sid, "again")["stopReason"] == "end_turn"  # the session survives
     assert error["code"] == code, error
     data = error["data"]
     assert data["cause"] == cause and data["provider"] == "openai" and data["model"] == "openai:fake"

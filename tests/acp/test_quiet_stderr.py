@@ -42,7 +42,7 @@ def test_a_whole_session_leaves_stderr_empty_at_the_default_level(tmp_path: Path
             {"text": "Edited."},
         ])
         prompt_id = ed.send_prompt(sid, "edit old.py")
-        assert ed.result(prompt_id) == {"stopReason": "end_turn"}
+        assert ed.result(prompt_id)["stopReason"] == "end_turn"
         check_turn(ed, sid, prompt_id)
         # An execute_code turn: a sandboxed script calling a tool back through the editor.
         fake_llm.script([
@@ -50,7 +50,7 @@ def test_a_whole_session_leaves_stderr_empty_at_the_default_level(tmp_path: Path
                                  "print(read_file('old.py')['content'][:40])")]},
             {"text": "Ran it."},
         ])
-        assert ed.prompt(sid, "run a script", timeout=60) == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "run a script", timeout=60)["stopReason"] == "end_turn"
         tool_result = fake_llm.requests[-1]["json"]["messages"][-1]
         assert tool_result["role"] == "tool" and "x = 2" in tool_result["content"]  # the buffer
         # A cancelled turn, mid-command.
@@ -59,7 +59,7 @@ def test_a_whole_session_leaves_stderr_empty_at_the_default_level(tmp_path: Path
         ed.wait_for(lambda: ed.recorder.messages(AGENT_TO_CLIENT, "terminal/wait_for_exit"),
                     what="the command")
         ed.cancel(sid)
-        assert ed.result(prompt_id) == {"stopReason": "cancelled"}
+        assert ed.result(prompt_id)["stopReason"] == "cancelled"
         # A compaction, after turns that read big files.
         for i in range(3):
             fake_llm.script([{"tool_calls": [call("read_file", path=f"big{i}.txt")]},
@@ -79,7 +79,7 @@ def test_the_log_level_brings_the_detail_back_to_stderr(tmp_path: Path, fake_llm
     with Editor(tmp_path, fake_llm, env={"TALARIA_LOG_LEVEL": "INFO"}) as ed:
         ed.initialize()
         sid = ed.new_session()
-        assert ed.prompt(sid, "hi") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "hi")["stopReason"] == "end_turn"
         ed.close()
     assert b"HTTP Request: POST" in ed.stderr
 

@@ -56,9 +56,9 @@ def test_session_update_shapes_match_the_goldens(tmp_path: Path, fake_llm) -> No
         (ed.project / "a.txt").write_text("one\n")
         ed.initialize()
         sid = ed.new_session()
-        assert ed.prompt(sid, "Fix a.txt") == {"stopReason": "end_turn"}
-        assert ed.prompt(sid, "/mode plan") == {"stopReason": "end_turn"}
-        assert ed.prompt(sid, "/compact") == {"stopReason": "end_turn"}
+        assert ed.prompt(sid, "Fix a.txt")["stopReason"] == "end_turn"
+        assert ed.prompt(sid, "/mode plan")["stopReason"] == "end_turn"
+        assert ed.prompt(sid, "/compact")["stopReason"] == "end_turn"
         updates = ed.updates(sid)
     names: dict[str, str] = {}
     shapes = [normalize(u, names, str(ed.project)) for u in updates]

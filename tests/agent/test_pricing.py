@@ -1,4 +1,5 @@
-"""The price table: defaults by family, config.toml overrides, what a call costs."""
+"""The price table: defaults by family, config.toml overrides, what a call costs, and a
+session's running spend."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from talaria.agent.config import load_config
-from talaria.agent.pricing import DEFAULT_PRICES, Price, check_prices, cost_usd, price_for
+from talaria.agent.pricing import (
+    DEFAULT_PRICES,
+    Price,
+    Spend,
+    check_prices,
+    cost_usd,
+    price_for,
+)
 
 
 @pytest.mark.parametrize("model, family", [
@@ -59,3 +67,40 @@ def test_a_bad_price_in_config_toml_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text('[prices.x]\ninput = "cheap"\noutput = 1\n')
     with pytest.raises(ValueError, match=r'config.toml: \[prices."x"\] input must be dollars'):
         load_config(env={"TALARIA_HOME": str(tmp_path)})
+
+
+def test_spend_sums_calls_and_prices_each_by_its_model() -> None:
+    spend = Spend({"openai:mine": Price(1.0, 2.0)})
+    spend.add("openai:mine", {"input": 1000, "output": 100})
+    spend.add("openai:gpt-4o", {"input": 2000, "cache_read": 1000, "output": 10, "reasoning": 4})
+    assert spend.tokens == {"input": 3000, "output": 110, "cache_read": 1000, "cache_write": 0,
+                            "reasoning": 4}
+    assert spend.cost == pytest.approx((1000 + 200 + 1000 * 2.5 + 1000 * 1.25 + 100) / 1e6)
+    before = spend.copy()
+    spend.add("openai:mine", {"input": 10, "output": 1})
+    turn = spend.since(before)
+    assert (turn.calls, turn.tokens["input"], turn.cost) == (1, 10, pytest.approx(12 / 1e6))
+
+
+def test_an_unpriced_or_unreported_call_makes_the_cost_unknown_from_then_on() -> None:
+    for model, usage in (("openai:my-finetune", {"input": 10, "output": 1}),
+                         ("openai:gpt-4o", {})):  # a provider that reported nothing
+        spend = Spend()
+        spend.add("openai:gpt-4o", {"input": 10, "output": 1})
+        spend.add(model, usage)
+        spend.add("openai:gpt-4o", {"input": 10, "output": 1})
+        assert spend.cost is None and spend.calls == 3
+    assert spend.unreported == 1 and spend.tokens["input"] == 20
+    parent = Spend()
+    parent.add("openai:gpt-4o", {"input": 10, "output": 1})
+    parent.absorb(spend)  # a subagent whose cost is unknown
+    assert parent.cost is None and parent.calls == 4
+
+
+def test_a_stored_spend_comes_back_and_anything_else_is_none() -> None:
+    spend = Spend()
+    spend.add("openai:gpt-4o", {"input": 100, "output": 10})
+    again = Spend.from_json(spend.to_json(), {})
+    assert again is not None and again.to_json() == spend.to_json()
+    for bad in (None, [], {"tokens": 3}, {"tokens": {"input": "many"}}):
+        assert Spend.from_json(bad, {}) is None
