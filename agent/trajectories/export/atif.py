@@ -38,6 +38,7 @@ and of the whole (`agent.pricing`) is ATIF's `cost_usd` / `total_cost_usd`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -274,7 +275,9 @@ def _number(step_id: int, step: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
 def _version() -> str:
+    """Talaria's version (read once: the package metadata is parsed on each lookup)."""
     try:
         return metadata.version("talaria-agent")
     except metadata.PackageNotFoundError:
