@@ -256,9 +256,9 @@ DIRS_META = "additional_directories"
 
 
 def dirs_meta(meta: dict[str, Any], dirs: tuple[Path, ...]) -> dict[str, Any]:
-    """A stored session's `meta` with `dirs` as its additional directories."""
-    kept = {k: v for k, v in meta.items() if k != DIRS_META}
-    return {**kept, DIRS_META: [str(d) for d in dirs]} if dirs else kept
+    """A stored session's `meta` with `dirs` as its additional directories (an empty list for
+    none: `Store.update_session` merges keys, so a key left out would keep the old list)."""
+    return {**meta, DIRS_META: [str(d) for d in dirs]}
 
 
 def stored_dirs(meta: dict[str, Any]) -> list[str]:
