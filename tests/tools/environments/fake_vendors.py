@@ -5,6 +5,7 @@ call is recorded in `CALLS` for the contract tests. Installed with `install(monk
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -21,6 +22,10 @@ def record(name: str, *args: Any, **kwargs: Any) -> None:
     CALLS.append((name, args, kwargs))
 
 
+PREFIX = f"talaria-fakevendor-{os.getpid()}-"
+"""This process's sandbox containers (the suite's parallel workers each have their own)."""
+
+
 class Box:
     """One container: the sandbox's machine."""
 
@@ -28,7 +33,7 @@ class Box:
 
     def __init__(self, image: str | None = None) -> None:
         Box.count += 1
-        self.name = f"talaria-fakevendor-{Box.count}-{id(self) % 10**6}"
+        self.name = f"{PREFIX}{Box.count}-{id(self) % 10**6}"
         subprocess.run(["podman", "run", "-d", "--name", self.name, "--network", "none",
                         "--entrypoint", "/bin/sh", image or IMAGE["name"], "-c",
                         "while :; do sleep 86400 & wait $!; done"], check=True, capture_output=True)
@@ -282,10 +287,10 @@ def install(monkeypatch: Any, image: str) -> None:
 
 
 def cleanup() -> None:
-    """Remove the snapshots' images and any sandbox container left."""
+    """Remove the snapshots' images and any sandbox container of this process left."""
     names = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True,
                            text=True).stdout.split()
-    left = [n for n in names if n.startswith("talaria-fakevendor-")]
+    left = [n for n in names if n.startswith(PREFIX)]
     if left:
         subprocess.run(["podman", "rm", "-f", "-t", "0", *left], capture_output=True)
     if COMMITTED:
