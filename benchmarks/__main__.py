@@ -10,6 +10,7 @@ from benchmarks import (
     batch,
     batch_verify,
     compaction,
+    compaction_hermes,
     core,
     environments,
     execute_code,
@@ -25,7 +26,8 @@ from benchmarks import (
     web_mcp,
 )
 
-SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **acp.BENCHMARKS, **execute_code.BENCHMARKS,
+SUITES = {**core.BENCHMARKS, **compaction.BENCHMARKS, **compaction_hermes.BENCHMARKS,
+          **acp.BENCHMARKS, **execute_code.BENCHMARKS,
           **batch.BENCHMARKS, **batch_verify.BENCHMARKS, **stall.BENCHMARKS, **recall.BENCHMARKS, **learning.BENCHMARKS,
           **environments.BENCHMARKS, **lsp.BENCHMARKS, **subagents.BENCHMARKS,
           **web_mcp.BENCHMARKS, **shell.BENCHMARKS, **search.BENCHMARKS,
