@@ -29,7 +29,7 @@ import anyio
 
 from benchmarks.synthetic import FACTS, facts_kept, tool_heavy_session
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import TAIL_SHARE, boundaries, compact, compact_session
+from talaria.agent.context.compaction import compact, compact_session, cuts
 from talaria.agent.context.stage1 import stage1
 
 WINDOW = 200_000
@@ -52,7 +52,7 @@ def _median_ms(samples: list[float]) -> float:
 def compaction() -> Iterator[dict[str, Any]]:
     session = tool_heavy_session(SESSION_TOKENS)
     before = tokens.count_messages(session)
-    head, tail = boundaries(session, int(WINDOW * TAIL_SHARE))
+    head, _, tail = cuts(session, WINDOW)
     reduced = stage1(session, head, tail)
     after = tokens.count_messages(reduced)
     tail_identical = json.dumps(reduced[tail:]) == json.dumps(session[tail:])
