@@ -41,6 +41,7 @@ from talaria.agent.runtime import (
     new_session,
     new_session_id,
     open_store,
+    prestart,
     tools_ready,
 )
 from talaria.agent.session import Session
@@ -70,15 +71,19 @@ class SessionHost:
     the background); else headless (`talaria run`, batch: the environment and MCP servers are
     up before the first model call, or `open` fails). `review`: run the background review
     after turns (batch opts out: a review's model calls and skill writes would leak into
-    measured, parallel tasks). `prestart`: warm a new session's kernel and checkpoints."""
+    measured, parallel tasks). `prestart`: warm a new session's kernel and checkpoints; with
+    `warm_after_answer`, not while it opens but in `warm`, which the door calls once its answer
+    is out (spawning the kernel held `session/new`'s answer up by 25-70 ms)."""
 
     def __init__(self, config: Config, doors: Doors, *, editor: bool, review: bool = True,
-                 prestart: bool = True, turn_modules: tuple[str, ...] = ()) -> None:
+                 prestart: bool = True, warm_after_answer: bool = False,
+                 turn_modules: tuple[str, ...] = ()) -> None:
         self.config = config
         self.doors = doors
         self.editor = editor
         self.review = review
         self.prestart = prestart
+        self.warm_after_answer = warm_after_answer
         self.turn_modules = (*TURN_MODULES, *turn_modules)
         self.sessions: dict[str, Session] = {}
         self.running: dict[str, anyio.CancelScope] = {}
@@ -130,6 +135,22 @@ class SessionHost:
 
     # -- opening -----------------------------------------------------------------------------
 
+    @property
+    def _at_opening(self) -> bool:
+        return self.prestart and not self.warm_after_answer
+
+    async def warm(self, session: Session) -> None:
+        """What the first prompt would otherwise wait for, once the door's answer to an opening
+        is out: the session's kernel and checkpoints (`warm_after_answer`), the model's SDK
+        (in a worker thread), the turn's modules."""
+        if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
+            prestart(session)
+        try:
+            await session.provider.warm()
+        except Exception as exc:  # the first prompt reports it, with its cause
+            log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+        await self.load_turn_modules()
+
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
                    tool_names: tuple[str, ...] = DEFAULT_TOOLS, session_id: str | None = None,
@@ -138,7 +159,7 @@ class SessionHost:
         one the door already has (a batch worker keeps its SDK clients); `config`: settings of
         this session alone (a batch task's model and limits), same home."""
         opening = Opening(cwd, session_id=session_id or new_session_id(), mode=mode,
-                          tool_names=tool_names, mcp_servers=mcp_servers, prestart=self.prestart)
+                          tool_names=tool_names, mcp_servers=mcp_servers, prestart=self._at_opening)
         return await self._open(opening, model=model, environment=environment,
                                 provider=provider, config=config)
 
@@ -161,7 +182,7 @@ class SessionHost:
         opening = Opening(cwd, session_id=session_id, history=history, title=record.title,
                           mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          prestart=self.prestart)
+                          prestart=self._at_opening)
         return await self._open(opening, model=_stored_model(record.model))
 
     async def fork(self, source_id: str, cwd: Path, *,
@@ -185,7 +206,7 @@ class SessionHost:
         todos = source.tool_state.todos if source is not None else last_todos(history) or []
         opening = Opening(cwd, session_id=fork_id, history=history, title=title, todos=todos,
                           mode=source.permissions.mode if source else None,
-                          mcp_servers=mcp_servers, prestart=self.prestart)
+                          mcp_servers=mcp_servers, prestart=self._at_opening)
         return await self._open(opening, provider=provider)
 
     async def _open(self, opening: Opening, *, model: str | None = None,
