@@ -71,7 +71,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
 SCHEMA_VERSION = 2
 """`PRAGMA user_version`: 0 before `messages_fts`, 1 with it, 2 with `messages.withheld`."""
 SEARCH_ROLES = ("user", "assistant", "tool")
-LOAD_PAGE = 500  # rows parsed per query when a transcript or a context is read whole
+LOAD_PAGE = 100  # rows per query when a transcript is read whole (a page is a hole in the heap)
 MAX_INDEXED_CHARS = 100_000
 """Text indexed per message (a 5 MB tool result is not worth its index pages)."""
 
@@ -114,10 +114,8 @@ class Store:
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self._db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                               "PRAGMA busy_timeout=5000;" + SCHEMA)
         self._migrate()
 
     def _migrate(self) -> None:
@@ -226,6 +224,11 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
         return seq
+
+    def release_memory(self) -> None:
+        """Hand back the pages SQLite cached (after a whole transcript was read: ~2 MB)."""
+        with self._lock:
+            self._db.execute("PRAGMA shrink_memory")
 
     def messages(self, session_id: str, *, include_archived: bool = True) -> list[dict[str, Any]]:
         """The whole transcript, or with `include_archived=False` the live context."""

@@ -85,3 +85,23 @@ def test_rows_of_other_writers_read_and_unreadable_ones_stand_alone(tmp_path: Pa
     assert [(e["type"], e["seq"]) for e in events] == [("unreadable", 1), ("unreadable", 2), ("unreadable", 3)]
     assert [e["error"] for e in events] == ["tool call 1 has no name", "its tool_calls is not a list",
                                             "not a message (a JSON object with a role)"]
+
+
+def test_a_transcript_longer_than_a_page_reads_whole_and_in_order(tmp_path: Path) -> None:
+    """`LOAD_PAGE` rows per query: the transcript and the live context across page edges, a
+    snapshot in the middle of one; the heap handed back after (`release_memory`)."""
+    from talaria.agent.store import LOAD_PAGE
+
+    store = Store(tmp_path / "s.db")
+    store.create_session("s", "/p", model=None, mode=None)
+    rows = [{"role": "user", "content": f"message {i}"} for i in range(2 * LOAD_PAGE + 3)]
+    for row in rows:
+        store.append("s", row)
+    assert store.messages("s") == rows
+    store.save_context("s", rows[:LOAD_PAGE + 1])
+    later = [{"role": "user", "content": f"later {i}"} for i in range(LOAD_PAGE + 1)]
+    for row in later:
+        store.append("s", row)
+    assert store.messages("s", include_archived=False) == rows[:LOAD_PAGE + 1] + later
+    store.release_memory()
+    assert store.messages("s") == rows + later
