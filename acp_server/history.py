@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PAGE_ROWS = 500
-"""Transcript rows read from the store at a time while replaying."""
+PAGE_ROWS = 100
+"""Transcript rows read from the store at a time while replaying: what a page's texts freed
+stays a hole in the heap among the loaded context's (500 rows: ~0.6 MB more at 20,000)."""
 
 
 async def replay(store: Store, session_id: str, tools: dict[str, ToolSpec],
@@ -45,7 +46,8 @@ async def replay(store: Store, session_id: str, tools: dict[str, ToolSpec],
     """Send a stored session's updates, reading its transcript a page at a time: held whole,
     a 20,000-message transcript was ~30 MB more at the peak of `session/load`, and most of
     it stayed with the process. A turn is replayed once the next one starts (its results
-    follow its calls); the heap's free pages go back to the system at the end."""
+    follow its calls); SQLite's cache and the heap's free pages go back to the system at the
+    end."""
     seq, turn = 0, list[Message]()
 
     async def flush(messages: list[Message]) -> None:
@@ -64,11 +66,13 @@ async def replay(store: Store, session_id: str, tools: dict[str, ToolSpec],
             turn.append(message)
     await flush(turn)
     turn, page = [], []  # the last page and turn go before the heap is trimmed
-    await anyio.to_thread.run_sync(_trim_heap)  # it walks the whole heap: not on the loop
+    await anyio.to_thread.run_sync(_trim_heap, store)  # it walks the whole heap: not on the loop
 
 
-def _trim_heap() -> None:
-    """glibc keeps freed memory for the process; malloc_trim hands what it can back."""
+def _trim_heap(store: Store) -> None:
+    """SQLite keeps the pages a replay read (up to its 2 MB cache) and glibc the memory freed
+    since: both handed back."""
+    store.release_memory()
     try:
         import ctypes
 

@@ -42,7 +42,8 @@ class AcpServer:
         self.sandbox = sandbox or SandboxProbe()
         self.client = ClientInfo()
         doors = AcpDoors(peer, self.client)
-        self.host = doors.host = SessionHost(config, doors, editor=True, turn_modules=TURN_MODULES)
+        self.host = doors.host = SessionHost(config, doors, editor=True, warm_after_answer=True,
+                                             turn_modules=TURN_MODULES)
         commands = CommandsUpdates(peer, self.host)
         self.sessions = AcpSessions(self.host, peer, self.client, commands)
         doors.config_options = self.sessions.config_options

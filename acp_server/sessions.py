@@ -6,7 +6,6 @@ plan) is sent right after the response.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from talaria.agent.session import Session
     from talaria.tools.workspace import Workspace
 
-log = logging.getLogger(__name__)
 
 LIST_PAGE = 50
 
@@ -194,11 +192,7 @@ class AcpSessions:
                 entries = plan_entries(todo_plan(session.tool_state.todos))
                 await self.peer.notify("session/update", {"sessionId": session.id, "update": {
                     "sessionUpdate": "plan", "entries": entries}})
-            try:  # the model's SDK loads now, in a worker thread, so the first prompt does not wait
-                await session.provider.warm()
-            except Exception as exc:  # the first prompt reports it, with its cause
-                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
-            await self.host.load_turn_modules()
+            await self.host.warm(session)  # the kernel, the model's SDK: before the first prompt
 
         return send
 

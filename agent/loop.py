@@ -59,7 +59,7 @@ async def run_turn(session: Session, content: str | list[dict[str, Any]]) -> str
         content = [part if part.get("type") != "image" else
                    {"type": "text", "text": "[an image was attached; this model cannot see images]"}
                    for part in content]
-    session.append({"role": "user", "content": content})
+    await session.record({"role": "user", "content": content})
     if session.checkpoints is not None:
         session.checkpoints.begin_turn(content_text(content, sep=" "))
     with anyio.CancelScope() as scope:

@@ -116,8 +116,8 @@ class Opening:
     spend: dict[str, Any] | None = None
     """A stored session's spend so far (`pricing.Spend.to_json`, kept in its record's meta)."""
     prestart: bool = False
-    """Start the execute_code kernel now (call on the event loop's thread), so the first script
-    costs what a warm one does, and index the project for checkpoints."""
+    """`prestart` the session as it opens (call on the event loop's thread); an editor's door
+    does it once its answer is out instead (`SessionHost.warm`)."""
 
 
 def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: Provider,
@@ -183,17 +183,15 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
         session.tool_state.recall_reach = partial(reach, store, cwd=cwd)
     else:  # nothing to search: not offered (rather than offered and failing)
         session.tools = [t for t in session.tools if t.name != "session_search"]
-    _wire_turn_features(config, session, prestart=opening.prestart)
+    _wire_turn_features(config, session)
     if config.summary_model:
         from talaria.agent.context.summarizer import ProviderSummarizer
 
         session.summarizer = ProviderSummarizer(make_provider(config, config.summary_model),
                                                 spend=session.spend)
     attach_learning(session, config)
-    if opening.prestart and session.tool("execute_code") is not None and (env is None or env.is_local):
-        from talaria.tools.execute_code.tool import prestart as prestart_kernel
-
-        prestart_kernel(session.tool_state, cwd, session.id)
+    if opening.prestart:
+        prestart(session)
     if opening.history is not None:
         session.context.replace(opening.history)
         for message in dangling_results(session.messages):
@@ -220,7 +218,25 @@ def _spend(config: Config, opening: Opening) -> Spend:
     return spend
 
 
-def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> None:
+def prestart(session: Session) -> None:
+    """Warm what the first turn would start: the execute_code kernel (when tools run here), so
+    that the first script costs what a warm one does, and the checkpoints' index. Call on the
+    event loop's thread (it spawns the kernel's process); it returns at once."""
+    from talaria.tools.environments.base import environment_of
+
+    if session.checkpoints is not None:
+        from talaria.agent.checkpoints import TurnCheckpoints
+
+        if isinstance(session.checkpoints, TurnCheckpoints):  # a subagent's go through its parent's
+            session.checkpoints.prime()  # the first turn's checkpoint then costs a later one's
+    env = environment_of(session.door.workspace)
+    if session.tool("execute_code") is not None and (env is None or env.is_local):
+        from talaria.tools.execute_code.tool import prestart as prestart_kernel
+
+        prestart_kernel(session.tool_state, session.cwd, session.id)
+
+
+def _wire_turn_features(config: Config, session: Session) -> None:
     """What tools reach through the session: subagents, questions to the user, checkpoints."""
     if session.tool("delegate_task") is not None:
         from talaria.agent.subagents import Delegator
@@ -237,10 +253,8 @@ def _wire_turn_features(config: Config, session: Session, *, prestart: bool) -> 
     if config.checkpoints:
         from talaria.agent.checkpoints import TurnCheckpoints
 
-        checkpoints = session.checkpoints = TurnCheckpoints(
+        session.checkpoints = TurnCheckpoints(
             config.home, session.cwd, session.id, session.additional_dirs)
-        if prestart:
-            checkpoints.prime()  # the first turn's checkpoint then costs what a later one does
 
 
 def spawn_subagent(config: Config, *, cwd: Path, door: FrontDoor, provider: Provider, mode: str,

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from talaria.agent.context.live import LiveContext
 from talaria.agent.door import FrontDoor
 from talaria.agent.permissions import Permissions
@@ -30,6 +32,23 @@ from talaria.tools.workspace import Workspace
 if TYPE_CHECKING:
     from talaria.agent.checkpoints import NestedCheckpoints, TurnCheckpoints
     from talaria.agent.context.summarizer import Summarizer
+
+
+COMMIT_ON_LOOP_CHARS = 8_000
+"""A message up to this long is committed on the event loop (a millisecond); a longer one (a
+pasted log, an attached image) in a worker thread: its JSON, its index text and its write held
+every other request up 20-80 ms for a 1 MB prompt (issue 29)."""
+
+
+def _chars(message: Any, depth: int = 0) -> int:
+    """The characters of a message's strings, two levels down (content parts, tool calls,
+    display items): its size, cheaply."""
+    if isinstance(message, str):
+        return len(message)
+    if depth > 2:
+        return 0
+    values = message.values() if isinstance(message, dict) else message if isinstance(message, list) else ()
+    return sum(_chars(v, depth + 1) for v in values)
 
 
 @dataclass(slots=True)
@@ -115,6 +134,15 @@ class Session:
         self.context.append(message)
         if self.store is not None:
             self.store.append(self.id, message, self.withheld.quoted)
+
+    async def record(self, message: ContextRow) -> None:
+        """`append`, for a message that may be large (a prompt, a tool result): committed in a
+        worker thread past `COMMIT_ON_LOOP_CHARS`, and done when this returns."""
+        if self.store is None or _chars(message) <= COMMIT_ON_LOOP_CHARS:
+            self.append(message)
+            return
+        self.context.append(message)
+        await anyio.to_thread.run_sync(self.store.append, self.id, message, self.withheld.quoted)
 
     def current_tools(self) -> list[ToolSpec]:
         """The tools offered now: the session's own, then what its sources (MCP servers)

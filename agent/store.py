@@ -26,14 +26,14 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from talaria.agent.store_migrate import migrate
-from talaria.agent.store_rows import live, read_row, read_snapshot
-from talaria.agent.transcript import calls_of, context_rows, text_of
+from talaria.agent.store_read import TranscriptReads, loaded
+from talaria.agent.transcript import calls_of, text_of
 from talaria.tools.redact import WITHHELD, redact_text, scrub
 
 SCHEMA = """
@@ -71,7 +71,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
 SCHEMA_VERSION = 2
 """`PRAGMA user_version`: 0 before `messages_fts`, 1 with it, 2 with `messages.withheld`."""
 SEARCH_ROLES = ("user", "assistant", "tool")
-LOAD_PAGE = 500  # rows parsed per query when a transcript or a context is read whole
 MAX_INDEXED_CHARS = 100_000
 """Text indexed per message (a 5 MB tool result is not worth its index pages)."""
 
@@ -107,18 +106,19 @@ class SessionRecord:
 
 
 class Store:
-    """Thread-safe (one connection, one lock); calls are short and synchronous."""
+    """Thread-safe (the writing connection and its lock; reads on `reads`, a connection per
+    thread: no read waits for a write); calls are short and synchronous."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self._db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                               "PRAGMA busy_timeout=5000;" + SCHEMA)
         self._migrate()
+        self.reads = TranscriptReads(path)
+        """Whole transcripts, on a connection of their own (`store_read`)."""
 
     def _migrate(self) -> None:
         """Bring an older database to `SCHEMA_VERSION` (once: the version is stored)."""
@@ -137,6 +137,7 @@ class Store:
                 raise
 
     def close(self) -> None:
+        self.reads.close()
         with self._lock:
             self._db.close()
 
@@ -167,11 +168,10 @@ class Store:
                              "WHERE id = ?", (*values, time.time(), session_id))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT id, cwd, title, model, mode, created_at, updated_at, meta"
-                " FROM sessions WHERE id = ?", (session_id,),
-            ).fetchone()
+        row = self.reads.connection().execute(
+            "SELECT id, cwd, title, model, mode, created_at, updated_at, meta"
+            " FROM sessions WHERE id = ?", (session_id,),
+        ).fetchone()
         return _record(row) if row else None
 
     def list_sessions(
@@ -191,8 +191,7 @@ class Store:
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
         query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-        with self._lock:
-            rows = self._db.execute(query, (*args, limit)).fetchall()
+        rows = self.reads.connection().execute(query, (*args, limit)).fetchall()
         return [_record(row) for row in rows]
 
     def append(self, session_id: str, message: Mapping[str, Any],
@@ -200,6 +199,9 @@ class Store:
         """Commit one message; returns its sequence number. `quoted`: words of the session's
         withheld results, kept out of this message's index text (an answer quoting them)."""
         text = json.dumps(message, ensure_ascii=False)
+        withheld = message.get(WITHHELD)
+        # Redacting the index text takes ~10 ms per 100 KB: not while holding the store.
+        found = "" if withheld else scrub(searchable_text(message), quoted)
         now = time.time()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -208,13 +210,12 @@ class Store:
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
                     (session_id,),
                 ).fetchone()
-                withheld = message.get(WITHHELD)
                 cursor = self._db.execute(
                     "INSERT INTO messages (session_id, seq, created_at, message, withheld)"
                     " VALUES (?, ?, ?, ?, ?)",
                     (session_id, seq, now, text, str(withheld) if withheld else None),
                 )
-                if not withheld and (found := scrub(searchable_text(message), quoted)):
+                if found:
                     self._db.execute(
                         "INSERT INTO messages_fts (rowid, text, role, session_id, seq)"
                         " VALUES (?, ?, ?, ?, ?)",
@@ -228,37 +229,25 @@ class Store:
                 raise
         return seq
 
+    def release_memory(self) -> None:
+        """Hand back the pages SQLite cached (after a whole transcript was read: ~2 MB)."""
+        self.reads.release_memory()
+        with self._lock:
+            self._db.execute("PRAGMA shrink_memory")
+
     def messages(self, session_id: str, *, include_archived: bool = True) -> list[dict[str, Any]]:
         """The whole transcript, or with `include_archived=False` the live context."""
         if not include_archived:
-            return self.context(session_id)
-        return [message for _, message in self._pages(session_id, 0, marks=True)]
+            return self.reads.context(session_id)
+        return [message for _, message in self.reads.pages(session_id, 0, marks=True)]
 
     def messages_after(self, session_id: str, seq: int, limit: int = -1, *,
                        marks: bool = True) -> list[tuple[int, dict[str, Any]]]:
-        """(seq, message) after `seq`, at most `limit` (-1: all); `marks`: with `withheld`'s
-        mark, else as a live context (`store_rows.read_row(live=True)`)."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, message, withheld FROM messages WHERE session_id = ? AND seq > ?"
-                " ORDER BY seq LIMIT ?", (session_id, seq, limit)).fetchall()
-        return [(n, _loaded(n, text, withheld, live=not marks)) for n, text, withheld in rows]
-
-    def _pages(self, session_id: str, seq: int, *, marks: bool) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Rows after `seq` a page at a time (a whole transcript's text left holes in the heap)."""
-        while page := self.messages_after(session_id, seq, LOAD_PAGE, marks=marks):
-            seq = page[-1][0]
-            yield from page
+        """`TranscriptReads.messages_after`, on the read connection."""
+        return self.reads.messages_after(session_id, seq, limit, marks=marks)
 
     def context(self, session_id: str) -> list[dict[str, Any]]:
-        """The live context: the last snapshot plus the messages appended after it."""
-        with self._lock:
-            snap = self._db.execute(
-                "SELECT upto_seq, messages FROM contexts WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            upto, base = (snap[0], read_snapshot(snap[1])) if snap else (0, [])
-        later = [m for _, m in self._pages(session_id, upto, marks=False)]
-        return live(base + context_rows(later))
+        return self.reads.context(session_id)
 
     def save_context(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Snapshot the live context as of the last appended message."""
@@ -358,7 +347,7 @@ class Store:
                 "SELECT seq, message, withheld FROM messages WHERE session_id = ?"
                 " AND seq BETWEEN ? AND ? ORDER BY seq",
                 (session_id, seq - window, seq + window)).fetchall()
-        return [(n, _loaded(n, text, withheld)) for n, text, withheld in found]
+        return [(n, loaded(n, text, withheld)) for n, text, withheld in found]
 
     def withheld_texts(self, session_id: str) -> list[str]:
         """The stored contents of the session's withheld results (to find them quoted)."""
@@ -381,15 +370,6 @@ class Hit:
     seq: int
     role: str
     snippet: str
-
-
-def _loaded(seq: int, text: str, withheld: str | None, *, live: bool = False) -> dict[str, Any]:
-    """A stored message, with its `withheld` mark (also one the column got later) unless
-    `live`; an `unreadable` event row in its place when it cannot be read (`store_rows`)."""
-    message = read_row(seq, text, live=live)
-    if withheld and not live and message.get("role") != "event" and not message.get(WITHHELD):
-        message[WITHHELD] = withheld
-    return message
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:

@@ -31,7 +31,7 @@ def read_row(seq: int | None, text: str, *, live: bool = False) -> dict[str, Any
     """Stored row `seq` as a message in Talaria's shape, or the `unreadable` event row;
     `live`: for a live context (see `live`: no `display`, left out as it is parsed)."""
     try:
-        message = json.loads(text, object_pairs_hook=_live_shared if live else _shared)
+        message = (_LIVE if live else _WHOLE).decode(text)
     except (json.JSONDecodeError, TypeError) as exc:
         return _refused(seq, UnreadableRow(f"not JSON ({exc})"))
     try:
@@ -88,6 +88,11 @@ def _live_shared(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if ("role", "tool") in pairs:  # dropped after the parse, it left a hole in the heap
         pairs = [pair for pair in pairs if pair[0] != "display"]
     return _shared(pairs)
+
+
+_WHOLE = json.JSONDecoder(object_pairs_hook=_shared)
+_LIVE = json.JSONDecoder(object_pairs_hook=_live_shared)
+"""One decoder each: `json.loads` with a hook builds a new decoder for every row it reads."""
 
 
 def _call(call: Any, n: int) -> dict[str, Any]:

@@ -125,12 +125,12 @@ async def run_tool_calls(session: Session, calls: list[ToolCallRequest]) -> None
                 if p.id not in results:
                     results[p.id] = await finish(p, {"error": CANCELLED, "cancelled": True}, emit)
             for p in planned:
-                session.append(withheld.mark(session, p, results[p.id]))
+                await session.record(withheld.mark(session, p, results[p.id]))
             # After every result: OpenAI wants tool messages right after their calls, and
             # Anthropic merges this into the user turn that carries the tool_result blocks.
             for p in planned:
                 if p.id in attached:
-                    session.append(attached[p.id])
+                    await session.record(attached[p.id])
             if attached:
                 session.context.edit(retired_images(session.messages))
 

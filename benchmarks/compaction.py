@@ -29,7 +29,7 @@ import anyio
 
 from benchmarks.synthetic import FACTS, facts_kept, tool_heavy_session
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import TAIL_SHARE, boundaries, compact, compact_session
+from talaria.agent.context.compaction import compact, compact_session, cuts
 from talaria.agent.context.stage1 import stage1
 
 WINDOW = 200_000
@@ -52,7 +52,7 @@ def _median_ms(samples: list[float]) -> float:
 def compaction() -> Iterator[dict[str, Any]]:
     session = tool_heavy_session(SESSION_TOKENS)
     before = tokens.count_messages(session)
-    head, tail = boundaries(session, int(WINDOW * TAIL_SHARE))
+    head, _, tail = cuts(session, WINDOW)
     reduced = stage1(session, head, tail)
     after = tokens.count_messages(reduced)
     tail_identical = json.dumps(reduced[tail:]) == json.dumps(session[tail:])
@@ -81,7 +81,7 @@ async def _time_compact(session: list[dict[str, Any]]) -> dict[str, list[float]]
             for _ in range(RUNS):
                 tokens.clear_cache()
                 if cache == "counted":
-                    _count_as_the_loop_does(session)
+                    count_as_the_loop_does(session)
                 started = time.perf_counter()
                 await compact(session, window=WINDOW, tools=[], summarizer=InstantSummarizer(),
                               force_summary=force)
@@ -89,7 +89,7 @@ async def _time_compact(session: list[dict[str, Any]]) -> dict[str, list[float]]
     return timings
 
 
-def _count_as_the_loop_does(messages: list[dict[str, Any]]) -> None:
+def count_as_the_loop_does(messages: list[dict[str, Any]]) -> None:
     """Size the context once per model call, as `agent/loop.py` does before each one."""
     start = 0
     for end, message in enumerate(messages, 1):
@@ -124,7 +124,7 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
         for _ in range(RUNS):
             session.context.replace(original)
             tokens.clear_cache()
-            _count_as_the_loop_does(original)
+            count_as_the_loop_does(original)
             tokens.count_messages([], session.tool_definitions())
             started = time.perf_counter()
             await compact_session(session, force_summary=force)

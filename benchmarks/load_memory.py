@@ -4,7 +4,10 @@ after loading the same conversation from its own store, in the same run).
 
     session_load_rss_mb   per size: RSS after the load's answer (`rss`) and its peak (`hwm`),
                           the growth from the smallest size and per message; target (issue
-                          29): growth ≤ Hermes'.
+                          29): growth ≤ Hermes'. `text_kb_per_message`: what a message's
+                          texts weigh (content, tool-call arguments); Talaria's
+                          `overhead_kb_per_message` is the rest, bound by
+                          `OVERHEAD_KB_PER_MESSAGE` (docs/architecture.md, "State on disk").
 
 A conversation is exchanges of a user line (~200 characters), an assistant line with one
 tool call (~100 characters of arguments) and its result (~1,500 characters), seeded, the same
@@ -26,6 +29,9 @@ from benchmarks.acp_client import INIT, RawClient, child_env
 from benchmarks.startup import hermes_command, hermes_env
 
 SIZES = (200, 2_000, 20_000)
+OVERHEAD_KB_PER_MESSAGE = 0.6
+"""What a loaded message may hold beyond its texts: its dict (184 bytes), a header per
+string (49), a tool call's dict and list (~270), the heap's slack."""
 WORDS = ["the", "of", "and", "to", "in", "is", "for", "that", "with", "on", "as", "are", "this", "be", "by", "from", "at", "an", "it", "or", "which", "function", "module", "request", "value", "test", "error", "file", "path", "line", "return", "class", "import"]
 
 _HERMES_DRIVER = """
@@ -125,16 +131,28 @@ def session_load() -> Iterator[dict[str, Any]]:
                 results["hermes"][size] = _load(hermes_env(child_env(), str(hermes_home)), cwd, sid,
                                                 hermes_command(root))
     for size in SIZES:
-        out: dict[str, Any] = {"metric": "session_load_rss_mb", "messages": size}
+        messages = conversation(size)
+        text_kb = sum(len(m["content"]) + sum(len(c["function"]["arguments"])
+                                              for c in m.get("tool_calls") or ())
+                      for m in messages) / len(messages) / 1024
+        out: dict[str, Any] = {"metric": "session_load_rss_mb", "messages": size,
+                               "text_kb_per_message": round(text_kb, 2)}
         for who, got in results.items():
             if size not in got:
                 continue
             rss, hwm, took = got[size]
             small = got[SIZES[0]][0]
+            per = (rss - small) * 1024 / (size - SIZES[0]) if size > SIZES[0] else None
             out[who] = {"rss": round(rss, 1), "hwm": round(hwm, 1), "load_s": round(took, 3),
                         "growth": round(rss - small, 1),
-                        "kb_per_message": round((rss - small) * 1024 / (size - SIZES[0]), 2)
-                        if size > SIZES[0] else None}
+                        "kb_per_message": None if per is None else round(per, 2)}
+            if who == "talaria" and per is not None:
+                out[who] |= {"overhead_kb_per_message": round(per - text_kb, 2),
+                             "target_overhead_kb": OVERHEAD_KB_PER_MESSAGE}
+        if size > SIZES[0] and len(results["hermes"]) == len(SIZES):
+            hermes_growth = results["hermes"][size][0] - results["hermes"][SIZES[0]][0]
+            talaria_growth = results["talaria"][size][0] - results["talaria"][SIZES[0]][0]
+            out["growth_vs_hermes"] = round(talaria_growth / hermes_growth, 2)
         yield out
 
 

@@ -69,7 +69,9 @@ _E = r"(?![A-Za-z0-9_])"
 _SECRET_WORD = (r"(?i:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key"
                 r"|signing[_-]?key|client[_-]?secret|secret|password|passwd|passphrase|pwd"
                 r"|token|credentials?)")
-_NAME = r"(?:[A-Za-z0-9]+[_.-])*(?:" + _SECRET_WORD + r"|KEY)"
+# Bounded parts: `(?:[A-Za-z0-9]+[_.-])*` tried again from every word start of "a-a-a-..."
+# (minified code, a long dotted path) was quadratic: 100 KB held the GIL for a minute.
+_NAME = r"(?:[A-Za-z0-9]{1,64}[_.-]){0,8}(?:" + _SECRET_WORD + r"|KEY)"
 _Q = r"\\?[\"']"
 _VALUE_END = "\\s\"'`\\\\,;()\\[\\]{}<>"
 _REFERENCE = re.compile(r"^[$%*]")
@@ -110,7 +112,9 @@ _BEARER = re.compile(_B + r"((?i:bearer)\s+)" + _TOKEN_VALUE)
 _AUTH = _B + r"((?i:(?:proxy-)?authorization)\\?[\"']?\s*[:=]\s*\\?[\"']?"
 _AUTH_SCHEME = re.compile(_AUTH + r"(?i:basic|bearer|token|digest|negotiate)\s+)[\w.~+/=-]{4,}")
 _AUTH_HEADER = re.compile(_AUTH + r")" + _TOKEN_VALUE)
-_URL_CREDENTIALS = re.compile(r"(?i)([a-z][a-z0-9+.-]*://[^\s:/@\"'\\]+:)[^\s@/\"'\\]+(?=@)")
+# The scheme bounded too (an unbounded one scanned every run of letters to its end).
+_URL_CREDENTIALS = re.compile(
+    r"(?i)([a-z][a-z0-9+.-]{0,31}://[^\s:/@\"'\\]{1,256}:)[^\s@/\"'\\]{1,1024}(?=@)")
 # "NAME": "value", NAME = 'value': everything up to the closing quote.
 _QUOTED = re.compile(r"(" + _Q + r"?" + _B + _NAME + _E + r"(?:" + _Q + r")?"
                      r"\s*(?:=>|:=|=|:)\s*)(" + _Q + r")((?:(?!\2).)+)(?=\2)")

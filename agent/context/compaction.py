@@ -3,11 +3,14 @@
     compact(session)          stage 1 (deterministic, see compaction_stage1), then, only if the
                               context is still over budget, stage 2: a model summary of the middle
 
-Head (system prompt + first user task) and tail stay verbatim. During a turn (automatic and
-overflow compaction) the tail is a token budget of recent turns that never splits a tool call
-from its result and always holds the live turn, from its user message on. Between turns (the
-user's `/compact`) every finished turn is fair game: the tail is only the final answer and any
-pending question (a turn cut short keeps its question and what it did since). The summary
+Head (system prompt + first user task) stays verbatim, and so does the tail. During a turn
+(automatic and overflow compaction) what is kept as messages, not summarised, is a token budget
+of recent turns (`RECENT_SHARE`) that never splits a tool call from its result and always holds
+the live turn, from its user message on; of it, only the last `TAIL_SHARE` stays byte for byte:
+older tool outputs in it become stage 1's one-liners (user and assistant text untouched, the
+pending ask's images too), so that a long turn can shrink its own old outputs. Between turns
+(the user's `/compact`) every finished turn is fair game: the tail is only the final answer and
+any pending question (a turn cut short keeps its question and what it did since). The summary
 follows a handoff template and is marked as reference material; a later compaction updates the
 previous summary instead of summarising a summary. If the summary call fails, a deterministic
 summary built from the transcript stands in, marked as such. A compaction that does not shrink
@@ -47,11 +50,15 @@ from talaria.agent.transcript import (
 
 log = logging.getLogger(__name__)
 
-"""Compact automatically once the context reaches this share of the window."""
 TARGET_SHARE = 0.5
 """Stage 2 runs only when stage 1 leaves the context above this share of the window."""
-TAIL_SHARE = 0.2
-"""Token budget of the verbatim tail, as a share of the window."""
+RECENT_SHARE = 0.2
+"""During a turn: token budget of the recent turns kept as messages (not summarised), as a
+share of the window."""
+TAIL_SHARE = 0.1
+"""During a turn: token budget of the tail kept byte for byte, as a share of the window. Hermes
+keeps 0.15 of a window under 512K (0.1 above) plus up to half as much again, pruned; at 0.2
+Talaria removed a smaller share than Hermes at every session size (issue 29)."""
 MIN_REDUCTION = 0.1
 SUMMARY_TIMEOUT = 120.0
 SUMMARY_MARK = "[CONTEXT SUMMARY]"
@@ -101,9 +108,10 @@ def count(messages: list[Message], tools: list[dict[str, Any]]) -> int:
 def boundaries(
     messages: list[Message], tail_budget: int, *, between_turns: bool = False,
 ) -> tuple[int, int]:
-    """(end of head, start of tail). During a turn the tail never starts on a tool result and
-    always includes the latest user message; between turns it is the final answer and any
-    pending question (see the module docstring)."""
+    """(end of head, start of the recent turns kept as messages). During a turn they are the
+    last `tail_budget` tokens, never start on a tool result and always include the latest user
+    message; between turns they are the final answer and any pending question (see the module
+    docstring)."""
     head = 0
     while head < len(messages) and is_system(messages[head]):
         head += 1
@@ -111,18 +119,35 @@ def boundaries(
     head = first_user + 1 if first_user is not None else head
     if between_turns:
         return head, max(_settled_tail(messages), head)
-    start, used = len(messages), 0
-    while start > head:
-        cost = tokens.count_messages([messages[start - 1]])
-        if used + cost > tail_budget and start < len(messages):
-            break
-        used += cost
-        start -= 1
     last_user = max((i for i, m in enumerate(messages) if is_prompt(m)), default=head)
-    start = min(start, max(last_user, head))
+    start = min(recent_start(messages, head, tail_budget), max(last_user, head))
     while start > head and is_tool_result(messages[start]):
         start -= 1  # keep the assistant message with its tool results
     return head, max(start, head)
+
+
+def recent_start(messages: list[Message], floor: int, budget: int) -> int:
+    """Where the last `budget` tokens of `messages` start (at least the last message, at most
+    back to `floor`), never on a tool result: the assistant message stays with its results."""
+    start, used = len(messages), 0
+    while start > floor:
+        cost = tokens.count_messages([messages[start - 1]])
+        if used + cost > budget and start < len(messages):
+            break
+        used += cost
+        start -= 1
+    while start > floor and is_tool_result(messages[start]):
+        start -= 1
+    return start
+
+
+def cuts(messages: list[Message], window: int, *, between_turns: bool = False) -> tuple[int, int, int]:
+    """(end of head, start of the kept turns, start of the verbatim tail): a summary may replace
+    [head, kept), stage 1 works on [head, verbatim); between turns `verbatim` is `kept`."""
+    head, kept = boundaries(messages, int(window * RECENT_SHARE), between_turns=between_turns)
+    if between_turns:
+        return head, kept, kept
+    return head, kept, max(recent_start(messages, head, int(window * TAIL_SHARE)), kept)
 
 
 def _settled_tail(messages: list[Message]) -> int:
@@ -227,12 +252,12 @@ async def compact(
 def _stage1(
     messages: list[Message], window: int, tools: list[dict[str, Any]], between_turns: bool
 ) -> tuple[int, int, int, list[Message], int]:
-    """(before, head, tail, reduced, after) of stage 1."""
+    """(before, head, tail, reduced, after) of stage 1 (see `cuts`)."""
     before = count(messages, tools)
-    head, tail = boundaries(messages, int(window * TAIL_SHARE), between_turns=between_turns)
-    reduced = stage1(messages, head, tail)
+    head, tail, verbatim = cuts(messages, window, between_turns=between_turns)
+    reduced = stage1(messages, head, verbatim)
     # Totals by difference: only the messages stage 1 replaced are counted again.
-    changed = [i for i in range(head, tail) if reduced[i] is not messages[i]]
+    changed = [i for i in range(head, verbatim) if reduced[i] is not messages[i]]
     after = before - tokens.count_messages([messages[i] for i in changed]) \
         + tokens.count_messages([reduced[i] for i in changed])
     return before, head, tail, reduced, after

@@ -4,8 +4,9 @@ Outside the protected head and tail:
 - identical tool outputs are deduplicated (the older copy points at the newer one);
 - tool outputs are replaced by one-line summaries (`[terminal] ran "pytest" -> exit 1, 230 lines`);
 - oversized tool-call arguments are shrunk while staying valid JSON;
-- images in user messages are replaced by a placeholder.
-User and assistant text is never touched here: it carries the task and its constraints.
+- images in user messages are replaced by a placeholder, except the latest prompt's.
+User and assistant text is never touched here: it carries the task and its constraints; the
+latest prompt (the pending ask) is never touched at all.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from talaria.agent.transcript import Message, call_arguments, calls_of, is_tool_result, is_user
+from talaria.agent.transcript import (
+    Message,
+    call_arguments,
+    calls_of,
+    is_prompt,
+    is_tool_result,
+    is_user,
+)
 
 ARGUMENT_LIMIT = 1_000
 """Characters of one tool-call argument string kept verbatim; longer ones are shrunk."""
@@ -89,6 +97,7 @@ def stage1(messages: list[Message], start: int, end: int) -> list[Message]:
     for index, message in enumerate(messages):
         if is_tool_result(message):
             later_outputs[message.get("content", "")] = index
+    ask = max((i for i, m in enumerate(messages) if is_prompt(m)), default=-1)
     out = list(messages)
     for index in range(start, end):
         message = messages[index]
@@ -105,7 +114,7 @@ def stage1(messages: list[Message], start: int, end: int) -> list[Message]:
                 {**call, "arguments": shrink_arguments(call.get("arguments") or "{}")}
                 for call in message["tool_calls"]
             ]}
-        elif is_user(message) and isinstance(message.get("content"), list):
+        elif is_user(message) and isinstance(message.get("content"), list) and index != ask:
             parts = [p if p.get("type") == "text" else {"type": "text", "text": "[image omitted]"}
                      for p in message["content"]]
             out[index] = {**message, "content": parts}

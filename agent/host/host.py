@@ -21,7 +21,6 @@ an `EnvError` for headless doors; editors' sessions fall back to local with a wa
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -39,6 +38,9 @@ from talaria.agent.host.parts import (
     NoSuchSession,
     Outcome,
     RootsInUse,
+    closer,
+    import_once,
+    queued,
     stored_model,
 )
 from talaria.agent.prompt import roots_note
@@ -52,6 +54,7 @@ from talaria.agent.runtime import (
     new_session,
     new_session_id,
     open_store,
+    prestart,
     stored_dirs,
     tools_ready,
 )
@@ -67,14 +70,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIRST_REQUEST_WAIT_S = 5.0
-"""How long a turn's first model request waits for the session's MCP servers still starting (an
-editor's session opens without waiting for them): a server that takes a second to start has its
-tools in the first request, a dead one costs at most this once. A server that comes up later
-has its tools in the next model request."""
+"""How long a turn's first model request waits for the session's MCP servers still starting
+(a session opens without waiting for them); one that comes up later has its tools in the next."""
 TURN_MODULES = ("talaria.agent.loop", "talaria.agent.skills.review")
-"""What a prompt imports that opening a session does not (~0.1 s of module code): imported in a
-worker thread (`load_turn_modules`), never on the event loop."""
-_loaded: set[str] = set()
+"""What a prompt imports that opening a session does not (~0.1 s): `load_turn_modules`."""
 
 class SessionHost:
     """The sessions of one front door. `editor`: an editor's door (sessions ask the user, a
@@ -82,15 +81,19 @@ class SessionHost:
     the background); else headless (`talaria run`, batch: the environment and MCP servers are
     up before the first model call, or `open` fails). `review`: run the background review
     after turns (batch opts out: a review's model calls and skill writes would leak into
-    measured, parallel tasks). `prestart`: warm a new session's kernel and checkpoints."""
+    measured, parallel tasks). `prestart`: warm a new session's kernel and checkpoints; with
+    `warm_after_answer`, not while it opens but in `warm`, which the door calls once its answer
+    is out (spawning the kernel held `session/new`'s answer up by 25-70 ms)."""
 
     def __init__(self, config: Config, doors: Doors, *, editor: bool, review: bool = True,
-                 prestart: bool = True, turn_modules: tuple[str, ...] = ()) -> None:
+                 prestart: bool = True, warm_after_answer: bool = False,
+                 turn_modules: tuple[str, ...] = ()) -> None:
         self.config = config
         self.doors = doors
         self.editor = editor
         self.review = review
         self.prestart = prestart
+        self.warm_after_answer = warm_after_answer
         self.turn_modules = (*TURN_MODULES, *turn_modules)
         self.sessions: dict[str, Session] = {}
         self.running: dict[str, anyio.CancelScope] = {}
@@ -98,8 +101,6 @@ class SessionHost:
         turn: `cancel` stops it there too)."""
         self._store: Store | None = None
         self._kernels: KernelPool | None = None
-
-    # -- parts -------------------------------------------------------------------------------
 
     @property
     def store(self) -> Store:
@@ -140,7 +141,21 @@ class SessionHost:
             self._store.close()
             self._store = None
 
-    # -- opening -----------------------------------------------------------------------------
+    @property
+    def _at_opening(self) -> bool:
+        return self.prestart and not self.warm_after_answer
+
+    async def warm(self, session: Session) -> None:
+        """What the first prompt would otherwise wait for, once the door's answer to an opening
+        is out: the session's kernel and checkpoints (`warm_after_answer`), the model's SDK
+        (in a worker thread), the turn's modules."""
+        if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
+            prestart(session)
+        try:
+            await session.provider.warm()
+        except Exception as exc:  # the first prompt reports it, with its cause
+            log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+        await self.load_turn_modules()
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
@@ -153,7 +168,7 @@ class SessionHost:
         more roots of its project (`tools.paths.additional_dirs` checked them)."""
         opening = Opening(cwd, additional_dirs, session_id=session_id or new_session_id(),
                           mode=mode, tool_names=tool_names, mcp_servers=mcp_servers,
-                          prestart=self.prestart)
+                          prestart=self._at_opening)
         return await self._open(opening, model=model, environment=environment,
                                 provider=provider, config=config)
 
@@ -184,7 +199,7 @@ class SessionHost:
         opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
                           title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          spend=record.meta.get("spend"), prestart=self.prestart)
+                          spend=record.meta.get("spend"), prestart=self._at_opening)
         session = await self._open(opening, model=stored_model(record.model))
         if moved:  # its system prompt names the old ones: the model is told
             session.append({"role": "user", "content": roots_note(additional_dirs),
@@ -226,7 +241,7 @@ class SessionHost:
                           todos=todos,
                           mode=source.permissions.mode if source else None,
                           spend=source.spend.to_json() if source else record.meta.get("spend"),
-                          mcp_servers=mcp_servers, prestart=self.prestart)
+                          mcp_servers=mcp_servers, prestart=self._at_opening)
         return await self._open(opening, provider=provider)
 
     async def _open(self, opening: Opening, *, model: str | None = None,
@@ -257,7 +272,7 @@ class SessionHost:
                 await tools_ready(session, config.mcp_start_timeout)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(session.close if session else _closer(workspace))
+                await anyio.to_thread.run_sync(session.close if session else closer(workspace))
             raise
         self.sessions[session.id] = session
         return session
@@ -276,8 +291,6 @@ class SessionHost:
                 raise
             log.warning("%s; this session runs on local", exc)
             return environment_workspace(config, base, opening.session_id, "local")
-
-    # -- closing -----------------------------------------------------------------------------
 
     async def close(self, session_id: str) -> None:
         """Stop its turn and queued prompts (they answer `cancelled`), then what its tools
@@ -308,8 +321,6 @@ class SessionHost:
             return True
         return False
 
-    # -- prompts -----------------------------------------------------------------------------
-
     async def prompt(self, session: Session, text: str,
                      content: Callable[[], Awaitable[Content]] | None = None) -> Outcome:
         """One prompt: `text` as typed (slash commands, the queue's preview); `content` makes
@@ -326,7 +337,7 @@ class SessionHost:
             text, content, command = command[1], None, None
         if command is not None and command[0] in commands.LIVE:
             return Outcome(await self._command(session, *command))
-        async with session.prompts.turn(text, lambda ahead: _queued(session, ahead)) as admitted:
+        async with session.prompts.turn(text, lambda ahead: queued(session, ahead)) as admitted:
             if not admitted:  # dropped by `/queue clear`
                 return Outcome("cancelled")
             return await self._turn(session, text, content, command)
@@ -379,19 +390,5 @@ class SessionHost:
         loop: 0.1 s there held up every other request; and a module another thread is still
         importing would block the loop on its import lock, which is why a first prompt waits
         here, in the loop's terms, rather than importing them itself."""
-        missing = [m for m in self.turn_modules if m not in _loaded]
-        if missing:
-            await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in missing])
-            _loaded.update(missing)
+        await import_once(self.turn_modules)
 
-
-async def _queued(session: Session, ahead: int) -> None:
-    """The notice a prompt gets when it waits for the running turn."""
-    await session.door.emit(Notice(
-        f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
-        "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))
-
-
-def _closer(workspace: Workspace) -> Callable[[], None]:
-    close = getattr(workspace, "close", None)
-    return close if callable(close) else (lambda: None)

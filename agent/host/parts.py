@@ -90,3 +90,33 @@ class Outcome:
 def stored_model(model: str | None) -> str | None:
     """A stored session's model when it names a provider (`openai:...`), else the configured."""
     return model if ":" in (model or "") else None
+
+
+async def queued(session: Any, ahead: int) -> None:
+    """The notice a prompt gets when it waits for the running turn."""
+    from talaria.agent.events import Notice
+
+    await session.door.emit(Notice(
+        f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
+        "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))
+
+
+def closer(workspace: Workspace) -> Callable[[], None]:
+    """What closes `workspace` (nothing, for one that holds nothing open)."""
+    close = getattr(workspace, "close", None)
+    return close if callable(close) else (lambda: None)
+
+
+_imported: set[str] = set()
+
+
+async def import_once(modules: tuple[str, ...]) -> None:
+    """Import `modules` in a worker thread, each once per process."""
+    import importlib
+
+    import anyio
+
+    missing = [m for m in modules if m not in _imported]
+    if missing:
+        await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in missing])
+        _imported.update(missing)

@@ -94,3 +94,32 @@ def test_wire_shaped_calls_load_and_an_unreadable_row_is_refused_alone(tmp_path:
     ids = {c["id"] for m in history for c in m.get("tool_calls") or ()}
     assert all(m["tool_call_id"] in ids for m in history if m["role"] == "tool")
     assert "Lost plan" not in json.dumps(history) and "And now?" in json.dumps(history)
+
+
+def test_a_replay_across_pages_shows_every_call_once_with_its_result(tmp_path: Path) -> None:
+    """`history.PAGE_ROWS` rows at a time: a call at a page's end and its result at the next
+    page's start still replay as one card with the result's status, in order."""
+    import anyio
+
+    from talaria.acp_server.history import PAGE_ROWS, replay
+    from talaria.agent.store import Store
+
+    store = Store(tmp_path / "s.db")
+    store.create_session("s", str(tmp_path), model=None, mode=None)
+    store.append("s", {"role": "user", "content": "go"})
+    ids = [f"c{i}" for i in range(PAGE_ROWS + 2)]  # two rows each: the page edges fall everywhere
+    for n, call_id in enumerate(ids):
+        store.append("s", {"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "name": "terminal", "arguments": json.dumps({"command": f"echo {n}"})}]})
+        store.append("s", {"role": "tool", "tool_call_id": call_id, "name": "terminal",
+                           "status": "completed", "content": json.dumps({"output": f"{n}\n"})})
+    sent: list[dict[str, Any]] = []
+
+    async def send(update: dict[str, Any]) -> None:
+        sent.append(update)
+
+    anyio.run(lambda: replay(store, "s", {}, send))
+    cards = [u for u in sent if u["sessionUpdate"] == "tool_call"]
+    assert [c["toolCallId"] for c in cards] == ids
+    assert {c["status"] for c in cards} == {"completed"}
+    assert sent[0]["sessionUpdate"] == "user_message_chunk"

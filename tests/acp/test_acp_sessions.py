@@ -162,3 +162,23 @@ def test_kill_9_mid_turn_keeps_every_committed_message(tmp_path: Path, fake_llm)
     asked = [c["id"] for m in history for c in m.get("tool_calls") or ()]
     answered = [m["tool_call_id"] for m in history if m["role"] == "tool"]
     assert asked == answered == [replayed[2]["toolCallId"]]
+
+
+def test_the_kernel_and_checkpoints_warm_once_the_answer_is_out(tmp_path: Path, fake_llm) -> None:
+    """`session/new` answers before the execute_code kernel is spawned and the checkpoints'
+    index primed (they held the answer up); both still happen before any prompt."""
+    import json
+
+    from talaria.agent.checkpoints.shadow import ShadowRepo
+    from talaria.tools.procs import PART
+
+    with Editor(tmp_path, fake_llm) as ed:
+        (ed.project / "a.txt").write_text("alpha\n")
+        ed.initialize()
+        ed.new_session()
+        records = ed.home / "run" / "pgroups"
+        ed.wait_for(lambda: records.is_dir() and any(
+            json.loads(r.read_text()).get("kind") == "execute_code"
+            for r in records.iterdir() if not r.name.endswith(PART)), what="the prestarted kernel")
+        index = ShadowRepo(ed.home, ed.project).git_dir / "index"
+        ed.wait_for(index.exists, what="the checkpoints' index")

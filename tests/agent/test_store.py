@@ -85,3 +85,63 @@ def test_rows_of_other_writers_read_and_unreadable_ones_stand_alone(tmp_path: Pa
     assert [(e["type"], e["seq"]) for e in events] == [("unreadable", 1), ("unreadable", 2), ("unreadable", 3)]
     assert [e["error"] for e in events] == ["tool call 1 has no name", "its tool_calls is not a list",
                                             "not a message (a JSON object with a role)"]
+
+
+def test_a_transcript_longer_than_a_page_reads_whole_and_in_order(tmp_path: Path) -> None:
+    """`LOAD_PAGE` rows per query: the transcript and the live context across page edges, a
+    snapshot in the middle of one; the heap handed back after (`release_memory`)."""
+    from talaria.agent.store_read import LOAD_PAGE
+
+    store = Store(tmp_path / "s.db")
+    store.create_session("s", "/p", model=None, mode=None)
+    rows = [{"role": "user", "content": f"message {i}"} for i in range(2 * LOAD_PAGE + 3)]
+    for row in rows:
+        store.append("s", row)
+    assert store.messages("s") == rows
+    store.save_context("s", rows[:LOAD_PAGE + 1])
+    later = [{"role": "user", "content": f"later {i}"} for i in range(LOAD_PAGE + 1)]
+    for row in later:
+        store.append("s", row)
+    assert store.messages("s", include_archived=False) == rows[:LOAD_PAGE + 1] + later
+    store.release_memory()
+    assert store.messages("s") == rows + later
+
+
+def test_no_read_waits_for_a_write_or_another_read(tmp_path: Path) -> None:
+    """Reads have a connection per thread: while a write is in progress (the writer's lock
+    held, as a 1 MB message holds it) and while another thread is in the middle of a read
+    (its transaction open, as a page of megabytes keeps it), listing sessions, reading one's
+    record and its transcript go on, and see every message committed before them."""
+    import threading
+
+    store = Store(tmp_path / "s.db")
+    store.create_session("s", "/p", model=None, mode=None)
+    store.append("s", {"role": "user", "content": "first"})
+    reading, finish = threading.Event(), threading.Event()
+
+    def long_read() -> None:
+        db = store.reads.connection()
+        db.execute("BEGIN")
+        db.execute("SELECT message FROM messages").fetchone()
+        reading.set()
+        finish.wait(30)
+        db.execute("COMMIT")
+
+    reader = threading.Thread(target=long_read, daemon=True)
+    reader.start()
+    assert reading.wait(30)
+    store.append("s", {"role": "user", "content": "second"})  # writes go on during a read
+    done = threading.Event()
+
+    def reads() -> None:
+        assert [r.id for r in store.list_sessions()] == ["s"]
+        assert store.get_session("s") is not None
+        assert [m["content"] for m in store.messages("s")] == ["first", "second"]
+        done.set()
+
+    with store._lock:  # a write in progress
+        threading.Thread(target=reads, daemon=True).start()
+        assert done.wait(30), "a read waited"
+    finish.set()
+    reader.join(30)
+    store.close()

@@ -166,3 +166,28 @@ def test_quoted_words_are_the_telling_ones_and_bounded() -> None:
     assert scrub(said, words) == {"text": f"it ends with {MARK}; the default PRIVATE key", "n": 1}
     many = quoted_words([" ".join(f"word{i}x" for i in range(MAX_QUOTED_WORDS + 50))])
     assert len(many) == MAX_QUOTED_WORDS
+
+
+ADVERSARIAL = (  # shapes the unbounded patterns were quadratic on: a minute per 100 KB
+    '"key=" + "a" * 100_000',  # letters after a keyword
+    '\'"api_key": "\' + "a" * 100_000',  # an unclosed quoted value
+    '"see http://" + "a" * 100_000',  # a run after a scheme
+    '"a-" * 50_000',  # dashed words
+    '"secret." * 14_000',  # dotted words
+)
+
+
+def test_long_adversarial_text_is_scanned_in_one_pass_and_secrets_in_it_still_go() -> None:
+    """The redaction patterns are bounded (name parts, the URL's scheme, user and password):
+    every shape that made one quadratic finishes (a child with a generous deadline: a hang,
+    not a speed, fails it), and a secret inside such text is still redacted."""
+    import subprocess
+    import sys
+
+    code = "from talaria.tools.redact import redact_text\n" + "".join(
+        f"redact_text({text})\n" for text in ADVERSARIAL)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    glued = "x" * 40 + "https://admin:hunter2-very-secret@db.example.com/x"
+    assert "hunter2" not in redact_text(glued)
+    assert "S3cr3tValu3xyz" not in redact_text("a-" * 5_000 + "my.app.db.api_key=S3cr3tValu3xyz")
+    assert "p4ssw0rd" not in redact_text("a." * 5_000 + 'password: "p4ssw0rd"')

@@ -11,7 +11,15 @@ import pytest
 from benchmarks.synthetic import FACTS, TemplateSummarizer, facts_kept, tool_heavy_session
 from talaria.agent.context import compaction as comp
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import boundaries, compact, compact_session
+from talaria.agent.context.compaction import (
+    RECENT_SHARE,
+    TAIL_SHARE,
+    boundaries,
+    compact,
+    compact_session,
+    cuts,
+    recent_start,
+)
 from talaria.agent.context.stage1 import one_line, shrink_arguments, stage1
 from talaria.agent.loop import run_turn
 from talaria.agent.providers.errors import ContextOverflowError
@@ -78,7 +86,10 @@ def test_between_turns_the_tail_is_the_answer_and_any_pending_question(messages,
 def test_compact_between_turns_takes_the_finished_turn() -> None:
     messages = [SYS, Q1, *_turn(1, size=20_000), A1]
     during = run_compact(messages, window=WINDOW, force_summary=True)
-    assert not during.progress, "during a turn the whole turn is live"
+    # During a turn the turn is live: nothing of it is summarised, but its output older than
+    # the verbatim tail becomes a one-liner.
+    assert during.stage == 1 and during.messages[:3] == messages[:3] and during.messages[4] == A1
+    assert during.messages[3]["content"].startswith("[read_file] read f1.py")
     result = run_compact(messages, window=WINDOW, force_summary=True, between_turns=True)
     assert result.progress and result.stage == 2 and result.dropped == (2, 4)
     assert result.messages[:2] == [SYS, Q1] and result.messages[-1] == A1
@@ -261,3 +272,65 @@ def test_a_retried_summary_starts_over_and_streams_each_attempt(fake_llm, tmp_pa
     summary = anyio.run(ProviderSummarizer(session.provider).summarize, "summarize", "x", on_text)
     assert summary == "## Goal\nthe whole summary"
     assert "".join(pieces).endswith("## Goal\nthe whole summary") and len("".join(pieces)) > len(summary)
+
+
+def _ask_with_image() -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": "Continue: what does this show?"},
+                                        {"type": "image", "mime_type": "image/png", "data": "iVBOR"}]}
+
+
+@pytest.mark.parametrize("window", [30_000, 60_000, 200_000])
+@pytest.mark.parametrize("force", [False, True])
+def test_during_a_turn_nothing_protected_is_lost(big, window: int, force: bool) -> None:
+    """Head, pending ask (its image too), the verbatim tail byte for byte, and every user and
+    assistant text of the recent turns kept as messages: whatever the window and the stage."""
+    messages = [*big[:-1], _ask_with_image()]
+    result = run_compact(messages, window=window, force_summary=force)
+    assert result.progress
+    out = result.messages
+    assert out[:2] == messages[:2], "the head"
+    assert out[-1] == messages[-1], "the pending ask, with its image"
+    head, kept, verbatim = cuts(messages, window)
+    if result.stage == 2:
+        assert result.dropped == (head, kept)
+    tail = len(messages) - verbatim
+    assert json.dumps(out[-tail:]) == json.dumps(messages[-tail:]), "the verbatim tail"
+    assert _said(out[-(len(messages) - kept):]) == _said(messages[kept:]), "the recent turns' words"
+    assert_pairs_complete(out)
+
+
+def _said(messages: list[dict]) -> list[tuple[str, list[str]]]:
+    """What the user and the assistant wrote (images and tool-call arguments aside)."""
+    def texts(content) -> list[str]:
+        if isinstance(content, str):
+            return [content]
+        return [p["text"] for p in content if p["type"] == "text" and p["text"] != "[image omitted]"]
+
+    return [(m["role"], texts(m["content"])) for m in messages if m["role"] in ("user", "assistant")]
+
+
+def test_the_tail_budgets_are_hit(big) -> None:
+    """The verbatim tail holds TAIL_SHARE of the window, the recent turns RECENT_SHARE: one
+    message more would pass the budget (the first may pass it: an assistant message goes with
+    its tool results)."""
+    head, kept = boundaries(big, int(WINDOW * RECENT_SHARE))
+    verbatim = recent_start(big, head, int(WINDOW * TAIL_SHARE))
+    assert head < kept < verbatim < len(big)
+    for start, share in ((verbatim, TAIL_SHARE), (kept, RECENT_SHARE)):
+        count = tokens.count_messages
+        assert count(big[start + 1:]) <= WINDOW * share < count(big[start - 1:])
+
+
+def test_a_long_turn_shrinks_its_own_old_outputs() -> None:
+    """One prompt (with an image), then a hundred big reads: automatic compaction during that
+    turn summarises nothing of it (it is live) yet makes progress, the prompt keeps its image
+    and the newest outputs stay verbatim."""
+    turn = [m for i in range(100) for m in _turn(i, size=400)]
+    messages = [SYS, Q1, {"role": "assistant", "content": "On it."}, _ask_with_image(), *turn]
+    result = run_compact(messages, window=20_000)
+    assert result.progress and result.stage == 1 and result.after < result.before / 2
+    out = result.messages
+    assert out[:4] == messages[:4] and len(out) == len(messages)
+    assert out[5]["content"].startswith("[read_file] read f0.py")
+    assert out[-1] == messages[-1] and out[-2] == messages[-2]
+    assert_pairs_complete(out)
