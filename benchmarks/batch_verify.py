@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.batch import SCENARIO
+from benchmarks.ray_cluster import process_tree
 
 OVERHEAD_TARGET_MS = 100.0
 SWEEP_TASKS = 200
@@ -145,28 +146,11 @@ class MemoryPeak:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def _tree(self) -> set[int]:
-        parents: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    stat = Path(f"/proc/{entry}/stat").read_text()
-                    parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
-                except (OSError, ValueError):
-                    continue
-        found = set(self.roots) & set(parents)
-        grew = True
-        while grew:
-            more = {pid for pid, parent in parents.items() if parent in found} - found
-            found |= more
-            grew = bool(more)
-        return found
-
     def _loop(self) -> None:
         page = os.sysconf("SC_PAGE_SIZE")
         while not self._stop.wait(self.every):
             total = 0
-            for pid in self._tree():
+            for pid in process_tree(self.roots):
                 try:
                     total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
                 except (OSError, ValueError):

@@ -163,6 +163,11 @@ class RayCluster:
 
 def descendants(root: int) -> list[int]:
     """Every process below `root` (by parent pid), whatever its session."""
+    return sorted(process_tree({root}) - {root})
+
+
+def process_tree(roots: set[int]) -> set[int]:
+    """The live processes among `roots` and every process below them (by parent pid)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -171,13 +176,13 @@ def descendants(root: int) -> list[int]:
                 parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
             except (OSError, ValueError):
                 continue
-    found = {root}
+    found = roots & set(parents)
     grew = True
     while grew:
         more = {pid for pid, parent in parents.items() if parent in found} - found
         found |= more
         grew = bool(more)
-    return sorted(found - {root})
+    return found
 
 
 def _address(hex_host: str, v6: bool) -> str:
