@@ -152,6 +152,7 @@ def test_sandboxed_commands_and_scripts_may_write_additional_directories(tmp_pat
         sid = open_with(ed, [lib], mode="auto")  # commands run unasked, in the sandbox
         assert ed.prompt(sid, "write")["stopReason"] == "end_turn"
         assert not ed.permission_requests
+    assert (lib / "from-command.txt").exists(), tool_results(fake_llm)
     assert (lib / "from-command.txt").read_text() == "t\n"
     assert (lib / "from-script.txt").read_text() == "s"
     assert not (elsewhere / "from-command.txt").exists()  # read-only in the sandbox

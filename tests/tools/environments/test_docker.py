@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import anyio
@@ -129,11 +128,11 @@ def test_orphans_of_a_killed_agent_are_removed_on_the_next_start(image: str, pro
     assert containers("killed-agent")
     agent.send_signal(signal.SIGKILL)
     agent.wait()
-    time.sleep(0.2)
-    assert containers("killed-agent")  # nothing could clean up after kill -9 ...
+    left = containers("killed-agent")  # nothing could clean up after kill -9 ...
     removed = reap_orphans(find_engine("podman"))  # ... until the next start does
-    assert any("killed-agent" in name for name in removed)
     assert not containers("killed-agent")
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # else another worker's start may reap first
+        assert left and any("killed-agent" in name for name in removed)
 
 
 async def test_bad_input_is_one_clear_line(request: pytest.FixtureRequest, project: Path) -> None:
