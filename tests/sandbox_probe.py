@@ -129,17 +129,18 @@ def tmpfile(_: str) -> dict:
 
 def fork(count: str) -> dict:
     """Fork up to `count` children that sleep; report how many forks succeeded."""
-    forked = 0
+    forked, stopped = 0, None
     for _ in range(int(count)):
         try:
             pid = os.fork()
-        except OSError:
+        except OSError as exc:
+            stopped = errno.errorcode.get(exc.errno or 0, str(exc))
             break
         if pid == 0:
             time.sleep(60)
             os._exit(0)
         forked += 1
-    return {"forked": forked}
+    return {"forked": forked, "stopped_by": stopped}
 
 
 def escape(seconds: str) -> dict:

@@ -64,7 +64,7 @@ def protect_mounts(readonly: list[str], writable: list[str],
 
 def bwrap_args(network: bool, tmp_bytes: int | None, writable: list[str], hidden: list[str],
                exposed: list[str], tmpdir: str | None,
-               protect: list[tuple[str, list[str]]]) -> list[str]:
+               protect: list[tuple[str, list[str]]], *, die_with_parent: bool = True) -> list[str]:
     """bwrap options; mounts sorted by depth so that nested mounts land on top of outer ones
     (a hidden dir inside the project, a writable staging dir under /tmp or a hidden dir)."""
     size = ["--size", str(tmp_bytes)] if tmp_bytes is not None else []
@@ -90,4 +90,4 @@ def bwrap_args(network: bool, tmp_bytes: int | None, writable: list[str], hidden
     args += BWRAP_NAMESPACES
     if not network:
         args.append("--unshare-net")
-    return [*args, "--die-with-parent"]
+    return [*args, "--die-with-parent"] if die_with_parent else args

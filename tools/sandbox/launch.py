@@ -167,7 +167,9 @@ def confine(config: dict) -> list[str]:
     root = os.geteuid() == 0
     if config.get("cgroup") and root:  # not root: RLIMIT_NPROC applies (see set_limits)
         join_cgroup(config["cgroup"])
-    if tier != "bubblewrap":  # bwrap --die-with-parent does it there
+    # bwrap --die-with-parent does it there; not for a parent that is not the agent (an
+    # editor's terminal: the signal follows the thread that spawned us, which may end first).
+    if tier != "bubblewrap" and config.get("die_with_parent", True):
         landlock.prctl(PR_SET_PDEATHSIG, PARENT_DIED)
         if config.get("parent") and os.getppid() != config["parent"]:
             raise OSError("the caller exited before the sandbox started")

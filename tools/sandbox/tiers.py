@@ -252,7 +252,9 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
     `pass_fds` are the fds the caller will pass; every tier keeps them usable (bwrap does not
     close inherited fds; seccomp restricts only new sockets). `local=False` when another
     process (an editor's terminal) spawns the command: the landlock tier then does not check
-    that its parent is this process.
+    that its parent is this process, and the sandbox does not die with its parent: the
+    parent-death signal follows the spawning *thread*, and an editor may spawn from a thread
+    that ends at once (the editor kills and releases its terminals itself).
     """
     tier = tier or spec.tier or detect_tier()
     if tier not in TIERS:
@@ -294,14 +296,15 @@ def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
               "hidden": hidden, "readable": exposed, "network": spec.network, "tmpdir": tmpdir,
               "tmp": [tmpdir] if tmpdir and tier != "bubblewrap" else [],
               "readonly": readonly,
-              "parent": os.getpid() if tier != "bubblewrap" and local else None}
+              "parent": os.getpid() if tier != "bubblewrap" and local else None,
+              "die_with_parent": local}
     for name in LAUNCHER_FILES:
         precompile(LAUNCHER.with_name(name))
     launch = [PYTHON, "-I", "-S", "-c", BOOT, json.dumps(config), "--", *argv]
     if tier == "bubblewrap":
         size = limits.tmp_bytes if bwrap_sizes_tmpfs() else None
-        launch = [*bwrap_args(spec.network, size, writable, hidden, exposed, tmpdir, protect),
-                  "--", *launch]
+        launch = [*bwrap_args(spec.network, size, writable, hidden, exposed, tmpdir, protect,
+                              die_with_parent=local), "--", *launch]
     warnings = _warnings(tier, writable, hidden, group, readonly)
     return Prepared(launch, None, tier, tuple(warnings), _run_all(cleanups))
 

@@ -144,6 +144,22 @@ def live(tag: str) -> list[int]:
     return pids
 
 
+def processes_of(uid: int) -> list[str]:
+    """`pid state command` of each process (zombies too) whose real user is `uid`."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines()
+                          if ":" in line)
+            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            found.append(f"{status.parent.name} {fields['State'].split()[0]} "
+                         f"{cmdline.decode(errors='replace')[:80]}")
+    return found
+
+
 def wait_gone(tag: str, timeout: float = PATIENCE_S) -> list[int]:
     deadline = time.monotonic() + timeout
     while (pids := live(tag)) and time.monotonic() < deadline:

@@ -10,6 +10,8 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,34 @@ def test_parent_death_kills_the_sandbox(tier: str, tmp_path: Path, reaper: None)
     parent.wait(timeout=5)
     assert wait_gone(tag) == []
     sandbox._prune_stale_tmp()  # the landlock tier's TMPDIR of the killed parent
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["agent", "editor"])
+def test_a_sandbox_spawned_from_a_thread_that_ends(tier: str, local: bool, tmp_path: Path,
+                                                   reaper: None) -> None:
+    """The parent-death signal follows the thread that forked. The agent's own sandboxes die
+    with it (it spawns on its event loop's thread); one an editor spawns (`local=False`: its
+    terminal, from whatever thread) lives on once that thread ends, until the editor kills it."""
+    started, done = tmp_path / "started", tmp_path / "done"
+    p = prepare(["/bin/sh", "-c", f"echo > {started}; sleep 1; echo ok > {done}"],
+                SandboxSpec(writable=(tmp_path,)), tier=tier, local=local)
+    spawned: list[subprocess.Popen] = []
+
+    def spawn_and_end() -> None:  # the thread ends once the command runs, confined
+        spawned.append(subprocess.Popen(p.argv, start_new_session=True))
+        deadline = time.monotonic() + PATIENCE_S
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    spawner = threading.Thread(target=spawn_and_end)
+    spawner.start()
+    spawner.join()
+    code = spawned[0].wait(timeout=PATIENCE_S)
+    p.cleanup()
+    if local:
+        assert code != 0 and not done.exists()
+    else:
+        assert code == 0 and done.read_text() == "ok\n"
 
 
 def test_writable_and_hidden_nest(tier: str, outside: Path) -> None:
