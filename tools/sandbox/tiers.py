@@ -247,14 +247,10 @@ def landlock_abi() -> int:
 def prepare(argv: list[str], spec: SandboxSpec, *, tier: str | None = None,
             pass_fds: tuple[int, ...] = (), local: bool = True) -> Prepared:
     """The command that runs `argv` confined by `spec` in `tier` (default: `spec.tier`, else
-    `detect_tier()`).
-
-    `pass_fds` are the fds the caller will pass; every tier keeps them usable (bwrap does not
-    close inherited fds; seccomp restricts only new sockets). `local=False` when another
-    process (an editor's terminal) spawns the command: the landlock tier then does not check
-    that its parent is this process, and the sandbox does not die with its parent: the
-    parent-death signal follows the spawning *thread*, and an editor may spawn from a thread
-    that ends at once (the editor kills and releases its terminals itself).
+    `detect_tier()`). `pass_fds`: the fds the caller will pass (bwrap keeps inherited fds; seccomp restricts only
+    new sockets). `local=False`: another process (an editor's terminal) spawns it, so the
+    parent is not checked and its death not followed (the signal follows the spawning thread,
+    which may end at once; the editor kills and releases its terminals itself).
     """
     tier = tier or spec.tier or detect_tier()
     if tier not in TIERS:

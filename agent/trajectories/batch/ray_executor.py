@@ -6,8 +6,8 @@ Each actor is a Ray worker process that imported the agent once, when it started
 executor's forkserver does), and runs the same `worker.execute` for every job it is given, up
 to `slots` at once on its event loop (`--workers` in all, at most one actor per CPU of the
 cluster): a job is one actor call, so no task waits for Ray to lease it a worker, and a small
-machine does not pay one agent import per job slot. Actors are spread over the cluster's
-nodes and take no CPU of Ray's accounting (`--workers` bounds how many tasks run, here): a
+machine does not pay one agent import per job slot. The first actors go to the cluster's
+nodes in turn, replacements where SPREAD finds room; actors take no CPU of Ray's accounting (`--workers` bounds how many tasks run, here): a
 replacement always finds a place, even after a node is gone.
 
 Workers need only the package: a task's workspace template travels as tar bytes through the
@@ -109,7 +109,7 @@ class RayExecutor:
         self._actor_class = remote(num_cpus=0, max_restarts=0, max_concurrency=self.slots,
                                    scheduling_strategy="SPREAD")(BatchActor)
         reused = await self._alive(_PARKED.pop(self.slots, [])) if not self._started_here else []
-        started = reused + [self._actor_class.remote() for _ in range(actors - len(reused))]
+        started = reused + [self._place(i).remote() for i in range(actors - len(reused))]
         try:  # every actor up (its imports done) before the first job: the start, counted once
             await anyio.to_thread.run_sync(lambda: ray.get(
                 [a.node.remote() for a in started], timeout=ACTOR_START_TIMEOUT_S))
@@ -117,6 +117,20 @@ class RayExecutor:
             raise ValueError(f"Ray: the batch's workers did not start: {exc}") from exc
         self._free = dict.fromkeys(started, self.slots)
         return self
+
+    def _place(self, index: int) -> Any:
+        """The `index`-th first actor, on the nodes with CPUs in turn (SPREAD alone may put
+        them all on one node while another is still reporting in); soft: anywhere if that
+        node is gone."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = sorted(n["NodeID"] for n in self._ray.nodes()
+                       if n.get("Alive") and n.get("Resources", {}).get("CPU"))
+        if not nodes:
+            return self._actor_class
+        node = nodes[index % len(nodes)]
+        return self._actor_class.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=True))
 
     async def _alive(self, actors: list[Any]) -> list[Any]:
         """Those of `actors` that still answer (a parked one may have gone with its node)."""
