@@ -63,8 +63,9 @@ class Connection:
     cwd: Path
     start_timeout: float
     call_timeout: float
-    on_change: Callable[[Connection, str], None]
-    """Told of every status change (with the previous status), on the MCP thread."""
+    on_change: Callable[[Connection, str, str], None]
+    """Told of every status change (the previous status, the new one), on the MCP thread,
+    before `status` shows it: a reader on another thread who sees "ready" sees its tools."""
     status: str = "new"
     """new, starting, ready, failed or stopped."""
     error: str = ""
@@ -80,8 +81,9 @@ class Connection:
     _down: anyio.Event | None = None
 
     def _set(self, status: str, error: str = "") -> None:
-        before, self.status, self.error = self.status, status, error
-        self.on_change(self, before)
+        before, self.error = self.status, error
+        self.on_change(self, before, status)
+        self.status = status
 
     async def run(self) -> None:
         """Start, serve until stopped or gone, and say why it ended."""

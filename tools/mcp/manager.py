@@ -195,16 +195,16 @@ class McpManager:
 
     # -- status changes (on the MCP thread) -------------------------------------------------
 
-    def _changed(self, conn: Connection, before: str) -> None:
+    def _changed(self, conn: Connection, before: str, status: str) -> None:
         name, origin = conn.spec.name, conn.spec.origin
-        if conn.status == "ready":
+        if status == "ready":
             self._specs[name] = server_specs(conn, self.call_tool)
             if conn.failures:
                 self._notices.append(f"MCP server {name!r} is back ({len(self._specs[name])} tools).")
             conn.failures = 0
             return
         self._specs[name] = []
-        if conn.status != "failed" or self._closed:
+        if status != "failed" or self._closed:
             return
         first = conn.failures == 0
         conn.failures += 1
