@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "acp":
+        from talaria.agent import gcpause
+
+        gcpause.pause()  # until start-up's imports are done (`AcpServer.parts`)
         from talaria.acp_server.server import main as acp_main
 
         if os.isatty(0):  # a person, not an editor: say what this waits for
