@@ -70,12 +70,16 @@ class AcpServer:
     loaded right after its answer is out, while the editor reads it, or by the first method
     that needs them if that comes first."""
 
-    def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None) -> None:
+    def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None,
+                 gc_paused: bool = False) -> None:
+        """`gc_paused`: the collector was paused for start-up's imports (`talaria acp`); it
+        resumes once `Parts` is built."""
         self.peer = peer
         self.sandbox = sandbox or SandboxProbe()
         self.client = ClientInfo()
         self._config = config
         self._parts: Parts | None = None
+        self._gc_paused = gc_paused
         self.ready = anyio.Event()
         """Set once `Parts` is built."""
         for method, handler in {
@@ -98,7 +102,9 @@ class AcpServer:
         if self._parts is None:
             self._parts = Parts(self.peer, self._config, self.client)
             self.ready.set()
-            gcpause.resume()  # start-up's imports are done (see `main`)
+            if self._gc_paused:  # start-up's imports are done
+                self._gc_paused = False
+                gcpause.resume()
         return self._parts
 
     @property
@@ -190,9 +196,10 @@ class AcpServer:
         return {}
 
 
-async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
+async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None,
+                gc_paused: bool = False) -> None:
     peer = Peer(reader, writer, checks=ACP_CHECKS)
-    server = AcpServer(peer, config, sandbox)
+    server = AcpServer(peer, config, sandbox, gc_paused)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.keepalive)
@@ -202,7 +209,9 @@ async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe 
         server.close()
 
 
-def main() -> int:
+def main(gc_paused: bool = False) -> int:
+    """`gc_paused`: the caller paused the collector for start-up (`talaria.agent.gcpause`);
+    it resumes once the session machinery is imported."""
     from talaria.acp_server.logs import setup_logging
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
@@ -222,7 +231,7 @@ def main() -> int:
         return 2
     procs.reap_orphans(config.home)  # what a crashed agent left running
     tokens.count_with(TokenChild().count)  # its build here would stall every request (issue 9)
-    anyio.run(serve, reader, writer, config, sandbox)
+    anyio.run(serve, reader, writer, config, sandbox, gc_paused)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.
     gc.freeze()

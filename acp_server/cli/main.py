@@ -157,7 +157,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         if os.isatty(0):  # a person, not an editor: say what this waits for
             print(ACP_HINT, file=sys.stderr)
-        return acp_main()
+        return acp_main(gc_paused=True)
     if args.command == "lsp":
         from talaria.acp_server.lsp.main import main as lsp_main
 

@@ -3,6 +3,7 @@ which loads right after that answer, or with the first method that needs it."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import anyio
 
 from talaria.acp_server.jsonrpc import Reply
 from talaria.acp_server.server import AcpServer
+from talaria.agent import gcpause
 from talaria.agent.config import Config
 from tests import ROOT
 
@@ -67,3 +69,20 @@ def test_a_session_method_before_initialize_loads_the_machinery_itself(tmp_path:
         anyio.run(reply.then)  # loaded already: nothing more
     finally:
         server.close()
+
+
+def test_the_collector_paused_for_start_up_runs_again_once_the_machinery_is_built(
+    tmp_path: Path,
+) -> None:
+    was = gc.isenabled()
+    gc.enable()
+    gcpause.pause()  # as `talaria acp` does before importing the server
+    server = AcpServer(Registry(), Config(home=tmp_path), gc_paused=True)  # type: ignore[arg-type]
+    try:
+        assert not gc.isenabled()
+        server.parts  # noqa: B018 -- built for its side effect
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        server.close()
+        gc.unfreeze()
+        gc.enable() if was else gc.disable()
