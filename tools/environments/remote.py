@@ -6,7 +6,8 @@ Paths stay the project's local paths for the model, the permission checks and th
 container with the project mounted at the same path; `~/.talaria/work/...` on an SSH host).
 A command runs in its own process group there; a timeout or a cancelled turn sends SIGTERM
 (twice: `talaria.tools.stopping`), then SIGKILL, to that group through the helper, so nothing
-is left running in the container or on the host. A connection lost mid-command is an EnvError, never a hang.
+is left running in the container or on the host. A connection lost mid-command is an
+EnvError, never a hang.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ class HelperCommands:
 
         async def send(sig: int) -> bool:
             try:
-                self.mux.send_json({"op": "signal", "status": status_id, "sig": sig})
+                self.mux.send_json({"op": "signal", "status": status_id, "sig": int(sig)})
             except EnvError:
                 return False
             return True
