@@ -284,3 +284,19 @@ def check_result(method: str, result: Any) -> Any:
 
 
 ACP_CHECKS = Checks(params=check_params, result=check_result)
+
+
+class ClientInfo:
+    """What the client said of itself in `initialize` (its `clientCapabilities`)."""
+
+    def __init__(self) -> None:
+        self.capabilities: dict[str, Any] = {"fs": {}}
+
+    def has(self, group: str, name: str) -> bool:
+        caps = self.capabilities.get(group)
+        return isinstance(caps, dict) and caps.get(name) is not None
+
+    @property
+    def compaction(self) -> bool:
+        """The client advertised `session.compaction` (ACP compaction updates)."""
+        return self.has("session", "compaction")

@@ -4,8 +4,9 @@ Detection runs bwrap (~40 ms with its imports, 0.1 s on a busy machine), which `
 should not wait for: what the last detection found is kept in `$TALARIA_HOME/run/sandbox.json`
 with the facts it depends on (bwrap's file, the kernel, the user-namespace switches, the
 user). While those are unchanged `initialize` answers with it at once; detection still runs
-at every start and rewrites the file when its finding differs. A first start, or one after
-any of those facts changed, waits for detection as before.
+at every start (`talaria acp`: RECHECK_AFTER_S later, off the start's path) and rewrites the
+file when its finding differs. A first start, or one after any of those facts changed, waits
+for detection as before.
 """
 
 from __future__ import annotations
@@ -49,16 +50,28 @@ def facts() -> list[str]:
     return out
 
 
-class SandboxProbe:
-    """execute_code's sandbox tier, detected in a thread from start-up (see the module)."""
+RECHECK_AFTER_S = 2.0
+"""`talaria acp`: with a kept tier, how long after start the detection runs again. Not at
+once: its imports and bwrap's start (20-40 ms of the interpreter's time) would share it with
+`initialize` and `session/new`, which an editor waits for."""
 
-    def __init__(self, path: Path | None = None) -> None:
+
+class SandboxProbe:
+    """execute_code's sandbox tier, detected in a thread from start-up (see the module);
+    `recheck_after`: with a kept tier, detect again that many seconds later."""
+
+    def __init__(self, path: Path | None = None, recheck_after: float = 0.0) -> None:
         self._tier = "unknown"
         self._path = path or cache_path()
         self._facts = facts()
         self._known = self._remembered()
         self._done = threading.Event()
-        threading.Thread(target=self._detect, name="sandbox-probe", daemon=True).start()
+        thread: threading.Thread = threading.Thread(
+            target=self._detect, name="sandbox-probe", daemon=True)
+        if self._known is not None and recheck_after > 0:
+            thread = threading.Timer(recheck_after, self._detect)
+            thread.name, thread.daemon = "sandbox-probe", True
+        thread.start()
 
     def _remembered(self) -> str | None:
         try:

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import gc
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.acp_server.jsonrpc import Peer, RpcError
-from talaria.acp_server.params import ACP_CHECKS, param
-from talaria.acp_server.sandbox_probe import SandboxProbe
+from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
+from talaria.acp_server.params import ACP_CHECKS, ClientInfo, param
+from talaria.acp_server.sandbox_probe import RECHECK_AFTER_S, SandboxProbe
 from talaria.acp_server.version import version
+from talaria.agent import gcpause
 from talaria.agent.config import Config
+
+if TYPE_CHECKING:
+    from talaria.agent.host import SessionHost
 
 log = logging.getLogger(__name__)
 
@@ -27,54 +32,109 @@ ENV_METHOD = "environment"
 """The agent method every client can use: `authenticate` checks the configured model."""
 
 
-class AcpServer:
-    """The ACP methods, registered on the peer: `initialize`, `authenticate` and `logout`
-    here; sessions (`sessions.AcpSessions`) and prompts (`turns.AcpTurns`) over one
-    `SessionHost`."""
+SESSION_METHODS = {
+    "session/new": ("sessions", "new"), "session/load": ("sessions", "load"),
+    "session/resume": ("sessions", "resume"), "session/fork": ("sessions", "fork"),
+    "session/list": ("sessions", "list_sessions"), "session/close": ("sessions", "close"),
+    "session/delete": ("sessions", "delete"), "session/set_mode": ("sessions", "set_mode"),
+    "session/set_config_option": ("sessions", "set_config_option"),
+    "session/prompt": ("turns", "prompt"),
+}
+"""Request -> (part, method) of the session machinery (`Parts`) that answers it."""
 
-    def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None) -> None:
+
+class Parts:
+    """The session machinery: one `SessionHost` with the ACP sessions and turns over it."""
+
+    def __init__(self, peer: Peer, config: Config, client: ClientInfo) -> None:
         from talaria.acp_server.learning import CommandsUpdates
-        from talaria.acp_server.sessions import AcpDoors, AcpSessions, ClientInfo
+        from talaria.acp_server.sessions import AcpDoors, AcpSessions
         from talaria.acp_server.turns import TURN_MODULES, AcpTurns
         from talaria.agent.host import SessionHost
 
-        self.peer = peer
-        self.sandbox = sandbox or SandboxProbe()
-        self.client = ClientInfo()
-        doors = AcpDoors(peer, self.client)
+        doors = AcpDoors(peer, client)
         self.host = doors.host = SessionHost(config, doors, editor=True, warm_after_answer=True,
                                              turn_modules=TURN_MODULES)
         commands = CommandsUpdates(peer, self.host)
-        self.sessions = AcpSessions(self.host, peer, self.client, commands)
+        self.sessions = AcpSessions(self.host, peer, client, commands)
         doors.config_options = self.sessions.config_options
         self.turns = AcpTurns(self.host, self.sessions, commands)
+
+
+class AcpServer:
+    """The ACP methods, registered on the peer: `initialize`, `authenticate` and `logout`
+    here; sessions (`sessions.AcpSessions`) and prompts (`turns.AcpTurns`) over one
+    `SessionHost`, in `Parts`.
+
+    `initialize` is answered before `Parts` is imported (60-75 ms of modules): they are
+    loaded right after its answer is out, while the editor reads it, or by the first method
+    that needs them if that comes first."""
+
+    def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None,
+                 gc_paused: bool = False) -> None:
+        """`gc_paused`: the collector was paused for start-up's imports (`talaria acp`); it
+        resumes once `Parts` is built."""
+        self.peer = peer
+        self.sandbox = sandbox or SandboxProbe()
+        self.client = ClientInfo()
+        self._config = config
+        self._parts: Parts | None = None
+        self._gc_paused = gc_paused
+        self.ready = anyio.Event()
+        """Set once `Parts` is built."""
         for method, handler in {
             "initialize": self.initialize, "authenticate": self.authenticate, "logout": self.logout,
-            "session/new": self.sessions.new, "session/load": self.sessions.load,
-            "session/resume": self.sessions.resume, "session/fork": self.sessions.fork,
-            "session/list": self.sessions.list_sessions, "session/close": self.sessions.close,
-            "session/delete": self.sessions.delete, "session/set_mode": self.sessions.set_mode,
-            "session/set_config_option": self.sessions.set_config_option,
-            "session/prompt": self.turns.prompt,
         }.items():
             peer.on_request(method, handler)
-        peer.on_notification("session/cancel", self.turns.cancel)
+        for method, (part, name) in SESSION_METHODS.items():
+            peer.on_request(method, self._handler(part, name))
+        peer.on_notification("session/cancel", self._handler("turns", "cancel"))
+
+    def _handler(self, part: str, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        async def handle(params: dict[str, Any]) -> Any:
+            return await getattr(getattr(self.parts, part), name)(params)
+
+        return handle
+
+    @property
+    def parts(self) -> Parts:
+        """The session machinery, imported and built on first use."""
+        if self._parts is None:
+            self._parts = Parts(self.peer, self._config, self.client)
+            self.ready.set()
+            if self._gc_paused:  # start-up's imports are done
+                self._gc_paused = False
+                gcpause.resume()
+        return self._parts
+
+    @property
+    def host(self) -> SessionHost:
+        return self.parts.host
 
     @property
     def config(self) -> Config:
-        return self.host.config
+        return self._parts.host.config if self._parts is not None else self._config
 
     def close(self) -> None:
-        self.host.close_all()
+        if self._parts is not None:
+            self._parts.host.close_all()
 
-    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def keepalive(self) -> None:
+        """The turns' keepalive (`AcpTurns.keepalive`), once there are turns."""
+        await self.ready.wait()
+        await self.parts.turns.keepalive(self.config.keepalive_s)
+
+    async def _load_parts(self) -> None:
+        self.parts  # noqa: B018 -- built for its side effect
+
+    async def initialize(self, params: dict[str, Any]) -> Reply:
         param(params, "protocolVersion", int)
         caps = params.get("clientCapabilities")
         caps = caps if isinstance(caps, dict) else {}
         if not isinstance(caps.get("fs"), dict):  # `"fs": true` must not crash session/new later
             caps = {**caps, "fs": {}}
         self.client.capabilities = caps
-        return {
+        return Reply({
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
@@ -88,7 +148,7 @@ class AcpServer:
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": self._auth_methods(caps),
-        }
+        }, then=self._load_parts)
 
     def _auth_methods(self, caps: dict[str, Any]) -> list[dict[str, Any]]:
         """A `terminal` method only for a client that sets `auth.terminal` (the schema says
@@ -136,19 +196,22 @@ class AcpServer:
         return {}
 
 
-async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None) -> None:
+async def serve(reader: Any, writer: Any, config: Config, sandbox: SandboxProbe | None = None,
+                gc_paused: bool = False) -> None:
     peer = Peer(reader, writer, checks=ACP_CHECKS)
-    server = AcpServer(peer, config, sandbox)
+    server = AcpServer(peer, config, sandbox, gc_paused)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(server.turns.keepalive, config.keepalive_s)
+            tg.start_soon(server.keepalive)
             await peer.serve()
             tg.cancel_scope.cancel()
     finally:
         server.close()
 
 
-def main() -> int:
+def main(gc_paused: bool = False) -> int:
+    """`gc_paused`: the caller paused the collector for start-up (`talaria.agent.gcpause`);
+    it resumes once the session machinery is imported."""
     from talaria.acp_server.logs import setup_logging
     from talaria.acp_server.stdio import protect_stdout
     from talaria.agent.config import load_config
@@ -157,7 +220,7 @@ def main() -> int:
     from talaria.tools import procs
 
     reader, writer = protect_stdout()
-    sandbox = SandboxProbe()
+    sandbox = SandboxProbe(recheck_after=RECHECK_AFTER_S)
     try:
         config = load_config()
         # Unless TALARIA_LOG_LEVEL asks for more, stderr gets warnings and errors only.
@@ -168,7 +231,7 @@ def main() -> int:
         return 2
     procs.reap_orphans(config.home)  # what a crashed agent left running
     tokens.count_with(TokenChild().count)  # its build here would stall every request (issue 9)
-    anyio.run(serve, reader, writer, config, sandbox)
+    anyio.run(serve, reader, writer, config, sandbox, gc_paused)
     # Interpreter teardown would garbage-collect every object of the provider SDKs (~0.25 s
     # after a prompt) while the editor waits for the exit; the OS frees the memory anyway.
     gc.freeze()

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.learning import CommandsUpdates
-from talaria.acp_server.params import cwd_param, dirs_param, mcp_servers_param, param, quoted
+from talaria.acp_server.params import (
+    ClientInfo,
+    cwd_param,
+    dirs_param,
+    mcp_servers_param,
+    param,
+    quoted,
+)
 from talaria.agent.host import ModelFailure, NoSuchSession, RootsInUse, SessionHost
 
 if TYPE_CHECKING:
@@ -21,22 +28,6 @@ if TYPE_CHECKING:
 
 
 LIST_PAGE = 50
-
-
-class ClientInfo:
-    """What the client said of itself in `initialize`."""
-
-    def __init__(self) -> None:
-        self.capabilities: dict[str, Any] = {"fs": {}}
-
-    def has(self, group: str, name: str) -> bool:
-        caps = self.capabilities.get(group)
-        return isinstance(caps, dict) and caps.get(name) is not None
-
-    @property
-    def compaction(self) -> bool:
-        """The client advertised `session.compaction` (ACP compaction updates)."""
-        return self.has("session", "compaction")
 
 
 class AcpDoors:

@@ -9,6 +9,7 @@ plus two pipe hops per message (an upper bound on the server's own time).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -75,11 +76,14 @@ def _sdk_loaded(pid: int) -> bool:
 
 SDK_IMPORT = ("import time, talaria.acp_server.server, talaria.acp_server.sessions, "
               "talaria.acp_server.turns, talaria.acp_server.learning\n"
+              "from talaria.agent.gcpause import paused\n"
               "started = time.perf_counter()\n"
-              "import openai; openai.AsyncOpenAI(api_key='x').chat.completions\n"
+              "with paused():\n"
+              "    import openai; openai.AsyncOpenAI(api_key='x').chat.completions\n"
               "print(time.perf_counter() - started)")
-"""What the provider's warm-up adds to what `talaria acp` has imported by `session/new`: the
-floor of a prompt sent before it is done (nothing else runs meanwhile: both need the GIL)."""
+"""What the provider's warm-up adds to what `talaria acp` has imported by `session/new`, with
+the collector paused as the agent pauses it: the floor of a prompt sent before it is done
+(nothing else runs meanwhile: both need the GIL)."""
 
 
 def _sdk_import() -> float:
@@ -119,6 +123,7 @@ def _first_prompt(root: Path) -> Iterator[dict[str, Any]]:
             client.close()
     at_once, floor = statistics.median(results["at_once"]), statistics.median(sdk_import)
     yield {"metric": "first_prompt_overhead_s", "sdk": "openai (real, over loopback HTTP)",
+           "load_avg": [round(x, 2) for x in os.getloadavg()],
            "after_a_pause_median": round(statistics.median(results["settled"]), 3),
            "straight_after_session_new_median": round(at_once, 3),
            "sdk_import_s": round(floor, 3), "over_sdk_import_s": round(at_once - floor, 3),

@@ -10,6 +10,10 @@
     env_batch              20 batch tasks, each in its own container (a replayed model writes
                            a file, runs a command in the container, reads back), 4 workers:
                            failures caused by the environment (<= 5 %) and containers left (0).
+    env_cancel             a command cancelled as it forks (`sleep 60 & sleep 60`, just after
+                           it wrote its pid) on local, docker and ssh: cancel -> the command's
+                           end known (locally: its whole group gone; there: the helper's status,
+                           sent once the shell and what holds its output ended). Median, p95.
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ from typing import Any
 import anyio
 
 from benchmarks import env_image, env_sshd
+from talaria.agent.tool_runner import invoke
+from talaria.tools.builtin import load_builtin_tools
+from talaria.tools.context import ToolContext
 from talaria.tools.environments.base import EnvWorkspace, open_environment
 from talaria.tools.environments.spec import resolve
 from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.state import ToolState
 
 RUNS = 40
 BATCH_TASKS = 20
@@ -169,5 +177,60 @@ def env_batch() -> Iterator[dict[str, Any]]:
            "ok": len(env_failures) / BATCH_TASKS <= 0.05 and not left}
 
 
+CANCEL_RUNS = 20
+
+
+async def _cancel_once(ws: EnvWorkspace, project: Path, state: ToolState) -> float:
+    """Seconds from the cancel to the `terminal` call returning, cancelled just after the
+    shell wrote its pid (the project has the same absolute path locally, in the container and
+    on the loopback SSH host), as it forks `sleep 60 &`. Through the tool, as a turn runs
+    it: the session's shell state makes bash fork the last command too."""
+    terminal = load_builtin_tools().get("terminal")
+    assert terminal is not None
+    mark = project / "pgid"
+    mark.unlink(missing_ok=True)
+    args = {"command": f"echo $$ > {mark}; sleep 60 & sleep 60"}
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(invoke, terminal, args, ToolContext(workspace=ws, state=state))
+            with anyio.fail_after(60):
+                while not mark.exists() or not mark.read_text().strip():
+                    await anyio.sleep(0.002)
+            started = time.perf_counter()
+            scope.cancel()
+    return time.perf_counter() - started
+
+
+async def _cancels(ws: EnvWorkspace, project: Path) -> list[float]:
+    await ws.run("true", cwd=project, timeout=60, output_limit=1000)  # started, warm
+    state = ToolState()
+    return [await _cancel_once(ws, project, state) for _ in range(CANCEL_RUNS)]
+
+
+def env_cancel() -> Iterator[dict[str, Any]]:
+    why = env_image.missing() or env_sshd.missing()
+    if why:
+        yield {"metric": "skipped", "why": why}
+        return
+    image = env_image.ensure_image()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        project = root / "project"
+        project.mkdir()
+        with env_sshd.Sshd(root / "sshd") as server:
+            tables = {"docker": {"image": image}, "ssh": server.table(workdir=root / "remote")}
+            for name in ("local", "docker", "ssh"):
+                ws = _workspace(name, tables, project, f"bench-cancel-{name}")
+                try:
+                    samples = anyio.run(_cancels, ws, project)
+                finally:
+                    ws.close()
+                yield {"metric": f"{name}_command_cancel_ms",
+                       "median_ms": round(statistics.median(samples) * 1e3, 1),
+                       "p95_ms": round(statistics.quantiles(samples, n=20)[18] * 1e3, 1),
+                       "max_ms": round(max(samples) * 1e3, 1), "runs": CANCEL_RUNS}
+
+
 BENCHMARKS = {"env_command_overhead": env_command_overhead,
-              "env_container_start": env_container_start, "env_batch": env_batch}
+              "env_container_start": env_container_start, "env_batch": env_batch,
+              "env_cancel": env_cancel}

@@ -1,5 +1,5 @@
 """execute_code benchmarks: the channel; cold, prestarted and warm calls on every sandbox tier
-here; bulk reads; cancel latency; token savings.
+here; bulk reads; cancel latency (alone: `cancel_latency`); token savings.
 
 Every figure goes through the real path: `call_nested` (plan, permission, handler, cards),
 a real kernel in the sandbox tier named, real tools on a LocalWorkspace. The round trip
@@ -352,4 +352,4 @@ def execute_code() -> Iterator[dict[str, Any]]:
     yield from token_savings()
 
 
-BENCHMARKS = {"execute_code": execute_code}
+BENCHMARKS = {"execute_code": execute_code, "cancel_latency": cancel_latency}

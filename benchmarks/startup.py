@@ -1,7 +1,8 @@
 """Start-up of `talaria acp` as an editor sees it, against the interpreter's own start and,
 with TALARIA_BENCH_HERMES, Hermes' ACP adapter in the same rounds.
 
-    python_startup_s         `python -c pass` with this interpreter: the floor
+    python_startup_s         `python -c pass` with this interpreter: the floor (and the load
+                             average, 1/5/15 min, when the rounds ended)
     spawn_to_initialize_s    spawn → the `initialize` answer; `over_python_s` the distance
     spawn_to_session_new_s   spawn → the `session/new` answer
     rss_mb_after_session_new
@@ -13,6 +14,7 @@ every HTTP(S) request sent to a closed loopback port (its catalog fetches fail a
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -77,7 +79,8 @@ def startup(env: dict[str, str], cwd: Path) -> Iterator[dict[str, Any]]:
                     theirs.append(h)
     floor = statistics.median(python)
     yield {"metric": "python_startup_s", "median": round(floor, 3), "runs": RUNS,
-           "note": "python -c pass, this interpreter"}
+           "note": "python -c pass, this interpreter",
+           "load_avg": [round(x, 2) for x in os.getloadavg()]}
     for i, (metric, target) in enumerate((("spawn_to_initialize_s", 0.2),
                                           ("spawn_to_session_new_s", 0.1))):
         median = statistics.median(x[i] for x in ours)

@@ -150,11 +150,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "acp":
+        from talaria.agent import gcpause
+
+        gcpause.pause()  # until start-up's imports are done (`AcpServer.parts`)
         from talaria.acp_server.server import main as acp_main
 
         if os.isatty(0):  # a person, not an editor: say what this waits for
             print(ACP_HINT, file=sys.stderr)
-        return acp_main()
+        return acp_main(gc_paused=True)
     if args.command == "lsp":
         from talaria.acp_server.lsp.main import main as lsp_main
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from talaria.agent.config import Config
 from talaria.agent.events import Notice
@@ -147,15 +148,20 @@ class SessionHost:
 
     async def warm(self, session: Session) -> None:
         """What the first prompt would otherwise wait for, once the door's answer to an opening
-        is out: the session's kernel and checkpoints (`warm_after_answer`), the model's SDK
-        (in a worker thread), the turn's modules."""
-        if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
-            prestart(session)
-        try:
-            await session.provider.warm()
-        except Exception as exc:  # the first prompt reports it, with its cause
-            log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
-        await self.load_turn_modules()
+        is out: the model's SDK (in a worker thread, started first: the longest, 0.4-0.6 s),
+        the session's kernel and checkpoints (`warm_after_answer`), the turn's modules."""
+        async def sdk() -> None:
+            try:
+                await session.provider.warm()
+            except Exception as exc:  # the first prompt reports it, with its cause
+                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sdk)
+            await anyio.lowlevel.checkpoint()  # its thread starts before the kernel's fork
+            if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
+                prestart(session)
+            tg.start_soon(self.load_turn_modules)
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,

@@ -5,16 +5,20 @@ Building the client imports its SDK (0.3-1 s), which an editor should not wait f
 (`load()`): on the event loop it held up every other request of the editor for that long. An SDK client's
 pooled connections belong to the event loop that opened them, and reusing them from another
 loop (a script calling `anyio.run` twice) fails with "Event loop is closed" or a reset
-connection, so a new loop gets a new client.
+connection, so a new loop gets a new client. The SDK's first import runs with the garbage
+collector paused, and what it imported is frozen after (`talaria.agent.gcpause`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import sys
 from typing import Any
 
 import anyio
+
+from talaria.agent import gcpause
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to reach the host: unreachable hosts fail fast, slow generations still get `timeout`."""
@@ -67,7 +71,12 @@ class LoopBoundClient:
         return self._client
 
     def _build(self) -> Any:
-        sdk = self.sdk
+        if self._sdk_name in sys.modules:
+            return self._make(self.sdk)
+        with gcpause.paused():  # the SDK's first import: see talaria.agent.gcpause
+            return self._make(self.sdk)
+
+    def _make(self, sdk: Any) -> Any:
         timeout = sdk.Timeout(self._timeout, connect=min(self._timeout, CONNECT_TIMEOUT))
         client = getattr(sdk, self._class)(max_retries=0, timeout=timeout, **self._options)
         target = client

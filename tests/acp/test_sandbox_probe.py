@@ -38,3 +38,14 @@ def test_the_tier_is_kept_with_its_facts_and_used_while_they_hold(tmp_path: Path
     assert changed._done.wait(30)  # (its detection rewrites the file: not over the next write)
     path.write_text("not json")
     assert SandboxProbe(path)._known is None
+
+
+def test_with_a_kept_tier_the_detection_can_wait_off_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "sandbox.json"
+    _, tier = detected(path)
+    later = SandboxProbe(path, recheck_after=0.2)  # what `talaria acp` does (RECHECK_AFTER_S)
+    assert later._known == tier  # what initialize answers meanwhile
+    assert later._done.wait(30) and anyio.run(later.tier) == tier  # detected all the same
+    path.unlink()
+    first = SandboxProbe(path, recheck_after=60)  # nothing kept: no waiting
+    assert first._done.wait(30) and anyio.run(first.tier) == tier

@@ -4,16 +4,16 @@ live elsewhere, files too (`RemoteWorkspace`).
 Paths stay the project's local paths for the model, the permission checks and the cards;
 `PathMap` turns them into the environment's paths at this boundary (identity for a
 container with the project mounted at the same path; `~/.talaria/work/...` on an SSH host).
-A command runs in its own process group there; a timeout or a cancelled turn sends SIGTERM,
-then SIGKILL, to that group through the helper, so nothing is left running in the
-container or on the host. A connection lost mid-command is an EnvError, never a hang.
+A command runs in its own process group there; a timeout or a cancelled turn sends SIGTERM
+(twice: `talaria.tools.stopping`), then SIGKILL, to that group through the helper, so nothing
+is left running in the container or on the host. A connection lost mid-command is an
+EnvError, never a hang.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,6 +27,7 @@ from talaria.tools.errors import EnvError, WorkspaceError
 from talaria.tools.local.search import _GLOB_CHARS, SEARCH_TIMEOUT_S
 from talaria.tools.local.walk import expand_braces
 from talaria.tools.local.workspace import TERM_GRACE_S, _HeadTail
+from talaria.tools.stopping import stop_group
 from talaria.tools.workspace import CommandResult, SearchMatch, SearchPage, Workspace, search_cap
 
 if TYPE_CHECKING:
@@ -157,15 +158,32 @@ class HelperCommands:
         return map_state(text.encode("utf-8", "surrogateescape"), self.paths.back)
 
     async def _kill(self, status_id: int, box: Any) -> dict[str, Any] | None:
-        """SIGTERM the command's group, SIGKILL after TERM_GRACE_S; its final status."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        """Stop the command's group through the helper (`talaria.tools.stopping`: SIGTERM
+        twice, SIGKILL after TERM_GRACE_S); its final status."""
+        final: list[dict[str, Any] | None] = []
+        done = anyio.Event()
+
+        async def read() -> None:  # one reader throughout: a cancelled read_all loses bytes
+            final.append(_status(await box.read_all()) or None)
+            done.set()
+
+        async def send(sig: int) -> bool:
             try:
                 self.mux.send_json({"op": "signal", "status": status_id, "sig": int(sig)})
             except EnvError:
-                return None
-            with anyio.move_on_after(TERM_GRACE_S if sig == signal.SIGTERM else STATUS_WAIT_S):
-                return _status(await box.read_all()) or None
-        return None
+                return False
+            return True
+
+        async def ended(seconds: float) -> bool:
+            with anyio.move_on_after(seconds):
+                await done.wait()
+            return done.is_set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            await stop_group(send, ended, TERM_GRACE_S, STATUS_WAIT_S)
+            tg.cancel_scope.cancel()
+        return final[0] if final else None
 
 
 

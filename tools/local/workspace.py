@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from talaria.tools.local.files import (  # noqa: F401 -- re-exported: the client
     read_text_sync,
     write_text_sync,
 )
+from talaria.tools.stopping import stop_group
 from talaria.tools.workspace import CommandResult, SearchPage, WorkspaceError, search_cap
 
 if TYPE_CHECKING:
@@ -258,14 +258,17 @@ async def _group_gone(proc: anyio.abc.Process, seconds: float) -> bool:
 
 
 async def _kill_group(proc: anyio.abc.Process) -> None:
-    """SIGTERM the command's process group, SIGKILL it after TERM_GRACE_S, reap the shell."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """Stop the command's process group (`talaria.tools.stopping`: SIGTERM twice, SIGKILL
+    after TERM_GRACE_S), reap the shell."""
+
+    async def send(sig: int) -> bool:
         try:
             os.killpg(proc.pid, sig)
         except OSError:  # group gone (or a member changed uid: nothing more we may do)
-            break
-        if await _group_gone(proc, TERM_GRACE_S):
-            break
+            return False
+        return True
+
+    await stop_group(send, lambda seconds: _group_gone(proc, seconds), TERM_GRACE_S, TERM_GRACE_S)
     with anyio.move_on_after(TERM_GRACE_S):
         await proc.wait()
 

@@ -6,6 +6,6 @@ watchers, notices, cleanup); `local.py` processes of this machine. The editor's 
 (`talaria.acp_server.editor_processes`) and the environment helper
 (`talaria.tools.environments.background`) implement `Background` too.
 
-Imports: the standard library, anyio, `talaria.tools` (procs, errors); never the agent or a
-front door.
+Imports: the standard library, anyio, `talaria.tools` (procs, errors, stopping); never the
+agent or a front door.
 """

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import IO
 
 import anyio
 
 from talaria.tools.errors import WorkspaceError
+from talaria.tools.stopping import stop_group
 
 TAIL_BYTES = 64 * 1024
 """Output kept in memory per process (the newest); the rest is read back from its log file."""
@@ -105,15 +105,17 @@ class Background:
         """Bring `log` and `ended` up to date where nothing pushes them (the editor)."""
 
     async def kill(self) -> None:
-        """SIGTERM the process group, SIGKILL after TERM_GRACE_S; returns once it ended (or
-        the kill could not be delivered, or KILL_WAIT_S passed)."""
+        """Stop the process group (`talaria.tools.stopping`: SIGTERM twice, SIGKILL after
+        TERM_GRACE_S); returns once it ended (or the kill could not be delivered, or
+        KILL_WAIT_S passed)."""
         self.killed = True
-        for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, KILL_WAIT_S)):
-            if not await self.send_signal(sig):
-                return
-            with anyio.move_on_after(grace):
+
+        async def ended(seconds: float) -> bool:
+            with anyio.move_on_after(seconds):
                 await self.ended.wait()
-                return
+            return self.ended.is_set()
+
+        await stop_group(self.send_signal, ended, TERM_GRACE_S, KILL_WAIT_S)
 
     async def send_signal(self, sig: int) -> bool:
         """Signal its process group; False when that cannot be done (the connection is gone)."""

@@ -111,3 +111,20 @@ async def test_a_cancelled_command_is_killed_there(workspace: EnvWorkspace) -> N
                    command="echo $$ > shell.pid; sleep 300 & echo $! > child.pid; wait")
     assert await state(workspace, "$(cat shell.pid)") == "gone"
     assert await state(workspace, "$(cat child.pid)") == "gone"
+
+
+async def test_a_command_cancelled_while_it_forks_leaves_nothing_of_its_group(
+    workspace: EnvWorkspace,
+) -> None:
+    """Cancelled while it starts children all the time, so likely in the middle of a fork (a
+    child bash was forking as the group's SIGTERM came could miss it, `talaria.tools.stopping`):
+    no process of its group is left there."""
+    await call(workspace, "terminal", command="true")  # started
+    with anyio.move_on_after(1.5):
+        await call(workspace, "terminal",
+                   command="echo $$ > group.pid; while :; do sleep 300 & sleep 0.02; done")
+    # Each process's state and group, read after its name (which may hold spaces); not zombies.
+    left = await call(workspace, "terminal", command=(
+        "g=$(cat group.pid); sed 's/.*) //' /proc/[0-9]*/stat 2>/dev/null | cut -d' ' -f1,3 "
+        "| grep -c \"^[^Z] $g$\""))
+    assert left["output"].strip() == "0", left
