@@ -22,24 +22,17 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 import anyio
 
+from talaria.tools.local import ordered, ripgrep
+from talaria.tools.local.plan import Plan, workers
 from talaria.tools.local.walk import (
-    MAX_FILE_BYTES,
-    MAX_LINE_CHARS,
     SKIP_DIRS,
     expand_braces,
     glob_ok,
@@ -109,114 +102,45 @@ def _matches(found: list[tuple[str, int | None, str | None]]) -> list[SearchMatc
     return [SearchMatch(*m) for m in found]
 
 
-def _relative(root: str) -> Callable[[str], str]:
-    """Path as rg prints it (the root joined with the relative path) → relative path."""
-    if not os.path.isdir(root):
-        name = os.path.basename(root)
-        return lambda path: name
-    cut = len(os.path.join(root, ""))
-    return lambda path: path[cut:].replace(os.sep, "/")
-
-
-def _prune(globs: list[str]) -> list[str]:
-    """rg `-g` arguments for globs on the file name: they only prune what rg prints, so there
-    is less to read (glob_ok still decides: both backends agree on every glob). Globs on the
-    path, or negated ones, mean something else to rg: nothing then."""
-    if not all("/" not in g and not g.startswith("!") for g in globs):
-        return []
-    return [arg for g in globs for arg in ("-g", g)]
-
-
-async def _rg_stream(argv: list[str], take: Callable[[bytes], bool]) -> tuple[int | None, bytes]:
-    """Run rg, feeding each stdout line to `take` until it returns False (then rg is killed).
-    Returns (exit code, first 4 KB of stderr). A worker thread reads the pipe: an asyncio
-    subprocess costs a child-watcher thread and a loop wake-up per chunk, more than a page."""
-    started: list[subprocess.Popen[bytes]] = []
-    with tempfile.TemporaryFile() as err:
-        try:
-            code = await anyio.to_thread.run_sync(_pump, argv, take, err, started,
-                                                  abandon_on_cancel=True)
-        finally:
-            for proc in started:  # cancelled: the thread is abandoned, rg must not run on
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-        err.seek(0)
-        return code, err.read(4096)
-
-
-def _pump(argv: list[str], take: Callable[[bytes], bool], err: IO[bytes],
-          started: list[subprocess.Popen[bytes]]) -> int | None:
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=err) as proc:
-        started.append(proc)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if not take(line.removesuffix(b"\n")):
-                proc.kill()
-                break
-    return proc.returncode
-
-
-def _rg_base(rg: str) -> list[str]:
+def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
+    """rg's walk as the Python walk's. `globs` on the file name prune what rg reads (glob_ok
+    still decides: both backends agree on every glob); globs on the path, or negated ones,
+    mean something else to rg and are left out. A glob rg is given outranks its hidden-file
+    rule and earlier globs (the last match wins), so the skipped names come after it."""
+    prune = bool(globs) and all("/" not in g and not g.startswith("!") for g in globs or ())
     argv = [rg, "--no-config", "--no-ignore", "--sort", "path"]
+    for g in globs or () if prune else ():
+        argv += ["-g", g]
     for d in SKIP_DIRS:
         argv += ["-g", f"!{d}/"]
-    return argv
+    return [*argv, "-g", "!.*"] if prune else argv
 
 
 async def _rg_files(
     rg: str, root: str, names: list[str], globs: list[str] | None, cap: int
 ) -> list[SearchMatch]:
-    out: list[SearchMatch] = []
-    rel = _relative(root)
+    rel = ripgrep.relative(root)
 
-    def take(raw: bytes) -> bool:
-        path = rel(os.fsdecode(raw))
-        if glob_ok(path, names) and (globs is None or glob_ok(path, globs)):
-            out.append(SearchMatch(path))
-        return len(out) < cap
+    def keep(path: str) -> bool:
+        return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
-    await _rg_stream([*_rg_base(rg), *_prune(names), "--files", "--", root], take)
-    return out
-
-
-def _text(field: dict[str, str]) -> str:
-    if "text" in field:
-        return field["text"]
-    return os.fsdecode(base64.b64decode(field["bytes"]))
+    argv = [*_rg_base(rg, names), "--files"]
+    found, _ = await ordered.run(argv, Plan(root, workers()),
+                                 lambda sentinel: ripgrep.Names(cap, rel, keep, sentinel), cap,
+                                 content=False)
+    return found
 
 
 async def _rg_content(
     rg: str, root: str, pattern: str, globs: list[str] | None, cap: int
 ) -> list[SearchMatch] | None:
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
-    argv = [*_rg_base(rg), "--json", "--crlf", "--no-mmap", "--max-filesize", str(MAX_FILE_BYTES)]
-    if globs:
-        argv += _prune(globs)
-    out: list[SearchMatch] = []
-    rel = _relative(root)
-    pending: list[SearchMatch] = []
-    """The current file's matches: kept once its `end` record says it is not binary."""
-    wanted = [True]
+    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
+    rel = ripgrep.relative(root)
 
-    def take(raw: bytes) -> bool:
-        if raw.startswith(b'{"type":"match"'):
-            if wanted[0] and len(out) + len(pending) < cap:  # past cap only the end matters
-                data = json.loads(raw)["data"]
-                text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
-                path = rel(_text(data["path"]))
-                pending.append(SearchMatch(path, data["line_number"], text[:MAX_LINE_CHARS]))
-        elif raw.startswith(b'{"type":"begin"'):
-            path = _text(json.loads(raw)["data"]["path"])
-            wanted[0] = globs is None or glob_ok(rel(path), globs)
-        elif raw.startswith(b'{"type":"end"'):
-            if json.loads(raw)["data"].get("binary_offset") is None:
-                out.extend(pending)
-            pending.clear()
-            return len(out) < cap
-        return True
+    def reader(sentinel: str | None) -> ripgrep.Reader:
+        token = os.fsencode(os.path.basename(sentinel)) if sentinel else None
+        return ripgrep.Lines(cap, rel, globs, token)
 
-    code, err = await _rg_stream([*argv, "-e", pattern, "--", root], take)
-    if code == 2 and not out and b"regex" in err:
-        return None
-    return out
+    found, refused = await ordered.run(argv, Plan(root, workers()), reader, cap, content=True)
+    return None if refused else found
