@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from talaria.tools.context import ToolContext
+from talaria.tools.local.walk import MAX_FILE_BYTES
 from talaria.tools.paths import display, resolve
 from talaria.tools.registry import tool
 
@@ -18,8 +19,10 @@ MAX_TEXT_CHARS = 300
     name="search_files",
     description=(
         "Regex over file contents (target='content') or glob over file names "
-        "(target='files'). Skips hidden files, node_modules, binaries and secrets (.env, "
-        "keys) unless `path` names one. Use instead of grep/find/ls."
+        "(target='files'). Skips hidden files, node_modules and secrets (.env, keys) unless "
+        f"`path` names one; contents of binaries and files over {MAX_FILE_BYTES >> 20} MB. "
+        "Results in path order, then line, the same every call: page with offset. Use "
+        "instead of grep/find/ls."
     ),
     parameters={
         "type": "object",

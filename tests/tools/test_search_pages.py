@@ -4,11 +4,13 @@ bound, and files over the size limit left out."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from talaria.agent.tool_runner import invoke
@@ -19,6 +21,7 @@ from talaria.tools.local import search as local_search
 from talaria.tools.local.walk import MAX_FILE_BYTES
 from talaria.tools.local.workspace import LocalWorkspace
 from tests.conftest import MISSING_TOOL
+from tests.exec_helpers import PATIENCE_S
 
 pytestmark = pytest.mark.anyio
 
@@ -172,3 +175,36 @@ async def test_a_pattern_rg_refuses_runs_in_python_alike(tmp_path: Path, way: st
     assert [m["path"] for m in found["matches"]] == [
         f"{top}/top.py" for top in ("a", "a-b", "b", "docs", "src", "z")]
 
+
+
+def rg_children() -> list[int]:
+    """rg processes whose parent is this process and that have not exited."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        state, ppid = fields[1].split()[:2]
+        if fields[0].endswith("(rg") and int(ppid) == os.getpid() and state not in ("Z", "X"):
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not HAS_RG, reason=f"ripgrep {MISSING_TOOL}")
+async def test_a_cancelled_search_leaves_no_rg_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_search, "workers", lambda: 3)
+    monkeypatch.setattr(plan, "UNITS_PER_WORKER", 4)
+    monkeypatch.setattr(ordered, "JOIN_AFTER_S", 0.0)
+    for d in range(40):
+        (tmp_path / f"d{d:02}").mkdir()
+        for f in range(100):
+            (tmp_path / f"d{d:02}" / f"f{f}.txt").write_text("nothing to find here\n" * 50)
+    with anyio.move_on_after(0.02) as scope:
+        await LocalWorkspace(tmp_path).search("never_there", root=tmp_path)
+    assert scope.cancelled_caught
+    with anyio.fail_after(PATIENCE_S):
+        while rg_children():  # the abandoned thread may start one more: it is killed at once
+            await anyio.sleep(0.05)

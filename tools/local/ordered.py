@@ -36,6 +36,27 @@ JOIN_AFTER_S = 0.01
 _CHUNK = 1 << 16
 
 
+class _Children:
+    """The rg processes of one search. Closed when the search ends or is cancelled (its
+    thread is then abandoned, and may still start one: that one is killed at once)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.closed = False
+
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        self.procs.append(proc)
+        if self.closed:
+            proc.kill()
+            raise WorkspaceError("search cancelled")
+
+    def close(self) -> None:
+        self.closed = True
+        for proc in list(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+
 @dataclass(slots=True)
 class _Worker:
     proc: subprocess.Popen[bytes]
@@ -57,7 +78,7 @@ async def run(argv: list[str], plan: Plan, reader: Callable[[str | None], Reader
     refused the pattern. `reader(sentinel)` makes a process's reader; the sentinel is None
     when one process searches everything. A worker thread reads the pipes: an asyncio
     subprocess costs a child-watcher thread and a loop wake-up per chunk, more than a page."""
-    started: list[subprocess.Popen[bytes]] = []
+    children = _Children()
     sentinel = None
     try:
         head = plan.head()
@@ -69,12 +90,10 @@ async def run(argv: list[str], plan: Plan, reader: Callable[[str | None], Reader
             if content:
                 argv = [*argv, "-e", token]
         with tempfile.TemporaryFile() as err:
-            merge = _Merge(argv, head, lambda: reader(sentinel), cap, sentinel, err, started)
+            merge = _Merge(argv, head, lambda: reader(sentinel), cap, sentinel, err, children)
             return await anyio.to_thread.run_sync(merge.run, plan, abandon_on_cancel=True)
     finally:
-        for proc in started:  # cancelled: the thread is abandoned, rg must not run on
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+        children.close()  # cancelled: the thread is abandoned, rg must not run on
         if sentinel is not None:
             with contextlib.suppress(OSError):
                 os.unlink(sentinel)
@@ -82,10 +101,9 @@ async def run(argv: list[str], plan: Plan, reader: Callable[[str | None], Reader
 
 class _Merge:
     def __init__(self, argv: list[str], head: list[list[str]], reader: Callable[[], Reader],
-                 cap: int, sentinel: str | None, err: IO[bytes],
-                 started: list[subprocess.Popen[bytes]]) -> None:
+                 cap: int, sentinel: str | None, err: IO[bytes], children: _Children) -> None:
         self.argv, self.parts, self.reader, self.cap = argv, list(head), reader, cap
-        self.sentinel, self.err, self.started = sentinel, err, started
+        self.sentinel, self.err, self.children = sentinel, err, children
         self.done: list[list[SearchMatch] | None] = [None] * len(head)
         self.head = 0
         """The first part not done; `before` matches are in the parts before it."""
@@ -111,7 +129,7 @@ class _Merge:
             self.done += [None] * len(rest)
             self.limit = len(self.parts)
             joins = self.sentinel is not None and plan.n_workers > self.slots
-            while self.running and not self._known():
+            while self.running and not self._known() and not self.children.closed:
                 wait = join_at - time.monotonic() if joins else None
                 if wait is not None and wait <= 0:
                     self.slots, joins = plan.n_workers, False
@@ -145,7 +163,7 @@ class _Merge:
             out += matches or ()
         if self.head < self.limit:
             inside = [w.reader.out for w in self.running if w.current() == self.head]
-            out += max(inside, key=len, default=[])
+            out += sorted(inside, key=len)[-1] if inside else []
         return out[:self.cap]
 
     def _start(self, seq: list[int]) -> None:
@@ -153,10 +171,10 @@ class _Merge:
             p for i in seq for p in (*self.parts[i], self.sentinel)]
         # rg writes to a pipe in blocks: past the first process, which finds most pages and
         # reads its output whole, a sentinel must arrive when its part is done
-        flush = ["--line-buffered"] if self.started else []
+        flush = ["--line-buffered"] if self.children.procs else []
         proc = subprocess.Popen([*self.argv, *flush, "--", *paths], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=self.err, bufsize=0)
-        self.started.append(proc)
+        self.children.add(proc)
         worker = _Worker(proc, seq, self.reader())
         self.running.append(worker)
         assert proc.stdout is not None

@@ -2,7 +2,8 @@
 
 Rules both backends follow (a test runs both on one fixture tree and compares):
 - Hidden files and directories (so `.git`), `node_modules/` and `__pycache__/` directories and
-  symlinks found while walking are skipped; the search root itself is always searched.
+  symlinks found while walking are skipped, whatever glob is given; the search root itself is
+  always searched.
 - Ignore files (.gitignore, .ignore) are NOT honoured: rg runs with `--no-ignore`, because a
   Python copy of gitignore semantics would drift from rg's and the two backends would disagree.
 - Content: Python `re` syntax, one line at a time; lines split on `\\n` with a trailing `\\r`
@@ -10,14 +11,19 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   MAX_FILE_BYTES are skipped. rg does the work when it accepts the pattern; patterns it rejects
   (look-around, backreferences) run in Python.
 - Files: a glob on the file name, or on the relative path when it has a `/`; `{a,b}`
-  alternatives; a pattern without glob characters matches names containing it.
-- Order: by path components, then line number, so paging is stable. A search stops once it
-  has the matches a page asks for and one more (`search_cap`): a common pattern on a big tree
-  costs what its first page costs, and the total is then a lower bound that says so
-  (`SearchPage.total_exact`). Only a search that ends before that counts every match.
-- ripgrep runs with `--sort path` (one thread): what it finds first is the page. Its binary
-  rule (it stops at a NUL byte, after printing the matches before it) is made the Python
-  backend's by dropping a file's matches when its `end` record names a binary offset.
+  alternatives; a pattern without glob characters matches names containing it. No size limit.
+- Order: by path components, then line number, on every call, so offset pages neither skip nor
+  repeat a match. A search stops once it has the matches a page asks for and one more
+  (`search_cap`): a common pattern on a big tree costs what its first page costs, and the
+  total is then a lower bound that says so (`SearchPage.total_exact`). Only a search that
+  ends before that counts every match.
+- ripgrep: `rg --sort path` gives that order but runs on one thread, so a big tree is cut
+  into parts searched side by side and merged in order (`talaria.tools.local.plan`, `ordered`,
+  `ripgrep`): the page is the one a single `rg --sort path` stopped at the cap would give.
+  Its binary rule (it stops at a NUL byte, after printing the matches before it) is made the
+  Python backend's by dropping a file's matches when its `end` record names a binary offset,
+  and its `bytes_searched` drops a file over MAX_FILE_BYTES (`--max-filesize` would stat
+  every file rg walks).
 """
 
 from __future__ import annotations
