@@ -1,39 +1,61 @@
 """Several `rg --sort path` processes over the parts of one tree (`talaria.tools.local.plan`),
 merged in path order, stopped as soon as the page is known.
 
-One process starts on the first parts (few arguments: rg reads them all before it starts),
-and alone it finds most pages, as one `rg --sort path` would. When the search is still going
-after JOIN_AFTER_S, one process per other core joins: each takes the second half of the
-longest list of parts still ahead of another and searches it forward. A sentinel after each
-part says where each process is; one that has finished a part, or reaches a part another
-has done or is in, takes another half the same way, so the cores stay busy to the end. The
-first `cap` matches in path order are known once every part before the one that completes
-them is done: a common pattern costs its first files, a rare one the whole tree on every
-core. The page is the one a single `rg --sort path` stopped at `cap` would give, every call.
+One process searches the head, the first part, as one `rg --sort path` would: most pages are
+there. When the search is still going after JOIN_AFTER_S (or the head is done), the other
+cores join on the rest: each process takes the second half of the longest list of parts
+still ahead of another (the first one takes them all) and searches it forward. After each
+part of its list a process is given a path that does not exist, so rg's error for it, on
+stderr, says the part is done (its output, line-buffered, is in the pipe before the error
+is); lines are put in their part by path (`ripgrep.part_of`). A process that has finished its
+list, or reaches a part another has done or is in, takes another half the same way, so the
+cores stay busy to the end. The first `cap` matches in path order are known once every part
+before the one that completes them is done: a common pattern costs its first files, a rare
+one the whole tree on every core. The page is the one a single `rg --sort path` stopped at
+`cap` would give, on every call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import secrets
 import selectors
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO
 
 import anyio
 
 from talaria.tools.local.plan import Plan
-from talaria.tools.local.ripgrep import Reader
+from talaria.tools.local.ripgrep import Reader, part_of
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
 JOIN_AFTER_S = 0.01
 """When the other cores join a search still going (a page found sooner costs one process)."""
+MAX_ERRORS = 4096
+"""Bytes of rg's own error messages kept, for the error a failed search gives."""
 _CHUNK = 1 << 16
+
+_dying: queue.SimpleQueue[subprocess.Popen[bytes]] = queue.SimpleQueue()
+_reaper: list[threading.Thread] = []
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a killed process on a thread of its own, so that it leaves no zombie."""
+    _dying.put(proc)
+    if not _reaper:
+        _reaper.append(threading.Thread(target=_wait_all, name="rg-reaper", daemon=True))
+        _reaper[0].start()
+
+
+def _wait_all() -> None:
+    while True:
+        _dying.get().wait()
 
 
 class _Children:
@@ -57,7 +79,7 @@ class _Children:
                 proc.kill()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Worker:
     proc: subprocess.Popen[bytes]
     seq: list[int]
@@ -66,69 +88,61 @@ class _Worker:
     pos: int = 0
     """`seq[pos]` is the part it is in, since `entered`."""
     entered: float = field(default_factory=time.monotonic)
-    rest: bytes = field(default=b"")
+    rest: dict[int, bytes] = field(default_factory=dict)
+    """Per pipe, the line begun and not ended."""
+    errors: bytearray = field(default_factory=bytearray)
+    open: int = 2
+    """Pipes not at their end."""
 
     def current(self) -> int | None:
         return self.seq[self.pos] if self.pos < len(self.seq) else None
 
 
-async def run(argv: list[str], plan: Plan, reader: Callable[[str | None], Reader], cap: int,
-              *, content: bool) -> tuple[list[SearchMatch], bool]:
+async def run(argv: list[str], plan: Plan, reader: Callable[[Callable[[str], int] | int], Reader],
+              cap: int) -> tuple[list[SearchMatch], bool]:
     """The first `cap` matches of `argv` over the parts of `plan`, in order, and whether rg
-    refused the pattern. `reader(sentinel)` makes a process's reader; the sentinel is None
-    when one process searches everything. A worker thread reads the pipes: an asyncio
-    subprocess costs a child-watcher thread and a loop wake-up per chunk, more than a page."""
+    refused the pattern. `reader(part)` makes a process's reader (`part`: its lines' part).
+    A worker thread reads the pipes: an asyncio subprocess costs a child-watcher thread and
+    a loop wake-up per chunk, more than a page."""
     children = _Children()
-    sentinel = None
     try:
-        head = plan.head()
-        if not plan.single:
-            token = secrets.token_hex(12)
-            sentinel = os.path.join(tempfile.gettempdir(), f".talaria-search-{token}")
-            with open(sentinel, "w") as f:  # hidden: no walk finds it, only its own arguments
-                f.write(token + "\n")
-            if content:
-                argv = [*argv, "-e", token]
-        with tempfile.TemporaryFile() as err:
-            merge = _Merge(argv, head, lambda: reader(sentinel), cap, sentinel, err, children)
-            return await anyio.to_thread.run_sync(merge.run, plan, abandon_on_cancel=True)
+        merge = _Merge(argv, plan.head(), reader, cap, children)
+        return await anyio.to_thread.run_sync(merge.run, plan, abandon_on_cancel=True)
     finally:
         children.close()  # cancelled: the thread is abandoned, rg must not run on
-        if sentinel is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(sentinel)
 
 
 class _Merge:
-    def __init__(self, argv: list[str], head: list[list[str]], reader: Callable[[], Reader],
-                 cap: int, sentinel: str | None, err: IO[bytes], children: _Children) -> None:
-        self.argv, self.parts, self.reader, self.cap = argv, list(head), reader, cap
-        self.sentinel, self.err, self.children = sentinel, err, children
-        self.done: list[list[SearchMatch] | None] = [None] * len(head)
+    def __init__(self, argv: list[str], head: list[str],
+                 reader: Callable[[Callable[[str], int] | int], Reader], cap: int,
+                 children: _Children) -> None:
+        self.argv, self.parts, self.reader, self.cap = argv, [head], reader, cap
+        self.children = children
+        self.done: list[list[SearchMatch] | None] = [None]
         self.head = 0
         """The first part not done; `before` matches are in the parts before it."""
         self.before = 0
-        self.limit = len(head)
+        self.limit = 1
         """Parts from here on cannot reach the page (a part before holds `cap` matches)."""
         self.running: list[_Worker] = []
         self.slots = 1
         """Processes that may run at once: one, then one per core after JOIN_AFTER_S."""
         self.refused = False
+        self.plan: Plan | None = None
+        self.missing = os.path.join(tempfile.gettempdir(), f".talaria-{secrets.token_hex(8)}-")
+        """Arguments after a part: this plus the part's index, a path that does not exist."""
+        self.mark = os.fsencode(self.missing)
         self.sel = selectors.DefaultSelector()
 
     def run(self, plan: Plan) -> tuple[list[SearchMatch], bool]:
+        self.plan = None if plan.single else plan
         join_at = time.monotonic() + JOIN_AFTER_S
-        n = len(self.parts)
-        w = min(plan.n_workers, n) if JOIN_AFTER_S <= 0 else 1
-        self.slots = w
         try:
-            for k in range(w):
-                self._start(list(range(k, n, w)))
-            rest = plan.rest()  # read while rg starts
-            self.parts += rest
-            self.done += [None] * len(rest)
-            self.limit = len(self.parts)
-            joins = self.sentinel is not None and plan.n_workers > self.slots
+            self._start([0])
+            joins = self.plan is not None and plan.n_workers > 1
+            if joins and JOIN_AFTER_S <= 0:
+                self.slots, joins = plan.n_workers, False
+                self._fill()
             while self.running and not self._known() and not self.children.closed:
                 wait = join_at - time.monotonic() if joins else None
                 if wait is not None and wait <= 0:
@@ -136,86 +150,134 @@ class _Merge:
                     self._fill()
                     continue
                 for key, _ in self.sel.select(wait):
-                    if key.data in self.running:  # not stopped by an earlier event
-                        self._read(key.data)
+                    worker, fd = key.data
+                    if worker in self.running:  # not stopped by an earlier event
+                        self._read(worker, fd)
             return self._found(), self.refused
         finally:
             for worker in list(self.running):
                 self._stop(worker)
             self.sel.close()
 
+    def _rest(self) -> None:
+        """The parts after the head, read when first needed (a page in the head needs none)."""
+        if self.plan is None:
+            return
+        rest, self.plan = self.plan.rest(), None
+        if self.limit == len(self.parts):
+            self.limit += len(rest)
+        self.parts += rest
+        self.done += [None] * len(rest)
+
     def _known(self) -> bool:
         while self.head < self.limit and self.done[self.head] is not None:
             self.before += len(self.done[self.head] or ())
             self.head += 1
+            if self.head == self.limit:
+                self._rest()
         if self.head >= self.limit or self.before >= self.cap:
             return True
-        return self.before + self._partial() >= self.cap
+        return self.before + len(self._partial()) >= self.cap
 
-    def _partial(self) -> int:
-        """Matches found so far in the head part (a prefix of its matches, whoever is in it)."""
-        return max((len(w.reader.out) for w in self.running if w.current() == self.head),
-                   default=0)
+    def _partial(self) -> list[SearchMatch]:
+        """The head part's matches found so far (a prefix of them, whoever is in it)."""
+        inside = [w.reader.outs.get(self.head, []) for w in self.running
+                  if w.current() == self.head]
+        return sorted(inside, key=len)[-1] if inside else []
 
     def _found(self) -> list[SearchMatch]:
         out: list[SearchMatch] = []
         for matches in self.done[:self.head]:
             out += matches or ()
         if self.head < self.limit:
-            inside = [w.reader.out for w in self.running if w.current() == self.head]
-            out += sorted(inside, key=len)[-1] if inside else []
+            out += self._partial()
         return out[:self.cap]
 
     def _start(self, seq: list[int]) -> None:
-        paths = [self.parts[seq[0]][0]] if self.sentinel is None else [
-            p for i in seq for p in (*self.parts[i], self.sentinel)]
-        # rg writes to a pipe in blocks: past the first process, which finds most pages and
-        # reads its output whole, a sentinel must arrive when its part is done
-        flush = ["--line-buffered"] if self.children.procs else []
-        proc = subprocess.Popen([*self.argv, *flush, "--", *paths], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=self.err, bufsize=0)
+        part: Callable[[str], int] | int = 0
+        if seq == [0]:  # the head: as one rg would, output in blocks, done when it ends
+            args, flush = self.parts[0], []
+        else:
+            args = [a for i in seq for a in (*self.parts[i], f"{self.missing}{i}")]
+            part = part_of({p: i for i in seq for p in self.parts[i]})
+            # rg writes to a pipe in blocks: a part's lines must be in it before its end is
+            flush = ["--line-buffered"]
+        proc = subprocess.Popen([*self.argv, *flush, "--", *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
         self.children.add(proc)
-        worker = _Worker(proc, seq, self.reader())
+        worker = _Worker(proc, seq, self.reader(part))
         self.running.append(worker)
-        assert proc.stdout is not None
-        self.sel.register(proc.stdout, selectors.EVENT_READ, worker)
+        for pipe in (proc.stdout, proc.stderr):
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            worker.rest[pipe.fileno()] = b""
+            self.sel.register(pipe, selectors.EVENT_READ, (worker, pipe.fileno()))
 
-    def _stop(self, worker: _Worker) -> int | None:
+    def _stop(self, worker: _Worker) -> None:
+        """Stop a process still searching (waiting for it to die would hold up the page)."""
+        self._close(worker)
+        worker.proc.kill()
+        _reap(worker.proc)
+
+    def _close(self, worker: _Worker) -> None:
         self.running.remove(worker)
-        assert worker.proc.stdout is not None
-        self.sel.unregister(worker.proc.stdout)
-        if worker.proc.poll() is None:
-            worker.proc.kill()
-        worker.proc.stdout.close()
-        return worker.proc.wait()
+        for pipe in (worker.proc.stdout, worker.proc.stderr):
+            assert pipe is not None
+            with contextlib.suppress(KeyError):
+                self.sel.unregister(pipe)
+            pipe.close()
 
-    def _read(self, worker: _Worker) -> None:
-        assert worker.proc.stdout is not None
-        chunk = os.read(worker.proc.stdout.fileno(), _CHUNK)
-        if not chunk:
-            self._ended(worker)
+    def _read(self, worker: _Worker, fd: int) -> None:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
             return
-        lines = (worker.rest + chunk).split(b"\n")
-        worker.rest = lines.pop()
+        if not chunk:
+            self.sel.unregister(fd)
+            worker.open -= 1
+            if not worker.open:
+                self._ended(worker)
+            return
+        lines = (worker.rest[fd] + chunk).split(b"\n")
+        worker.rest[fd] = lines.pop()
+        assert worker.proc.stdout is not None
+        if fd == worker.proc.stdout.fileno():
+            for line in lines:
+                worker.reader.take(line)
+            return
         for line in lines:
-            if worker.reader.take(line):
-                self._finished_part(worker)
+            if self.mark in line:
+                self._drain(worker)  # the part's lines came before its end
+                self._finished_part(worker, int(line.split(self.mark, 1)[1].split(b":", 1)[0]))
                 if worker not in self.running:
                     return
+            elif len(worker.errors) < MAX_ERRORS:
+                worker.errors += line + b"\n"
+
+    def _drain(self, worker: _Worker) -> None:
+        assert worker.proc.stdout is not None
+        fd = worker.proc.stdout.fileno()
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(fd, _CHUNK):
+                lines = (worker.rest[fd] + chunk).split(b"\n")
+                worker.rest[fd] = lines.pop()
+                for line in lines:
+                    worker.reader.take(line)
 
     def _ended(self, worker: _Worker) -> None:
-        code = self._stop(worker)
-        if worker.pos < len(worker.seq):  # rg ended inside its list: refused, or failed
-            errors = os.pread(self.err.fileno(), 4096, 0)
-            if code == 2 and not worker.reader.out and b"regex" in errors:
-                self.refused = True  # every process fails alike: Python takes over
-                for other in list(self.running):
-                    self._stop(other)
-                return
-            if self.sentinel is not None:
-                raise WorkspaceError(f"ripgrep stopped early (exit {code}): "
-                                     f"{errors.decode(errors='replace')[-300:]}")
-            self._record(0, worker.reader.out)  # one process, one part: its end is the part's
+        self._close(worker)
+        code = worker.proc.wait()
+        if code == 2 and not any(worker.reader.outs.values()) and b"regex" in worker.errors:
+            self.refused = True  # rg rejects the pattern (every process alike): Python's turn
+            for other in list(self.running):
+                self._stop(other)
+            return
+        if worker.seq == [0]:  # the head: its end is the part's
+            self._record(0, worker.reader.outs.get(0, []))
+            worker.pos = 1
+        elif worker.pos < len(worker.seq):  # it ended before its list did
+            raise WorkspaceError(f"ripgrep stopped early (exit {code}): "
+                                 f"{worker.errors.decode(errors='replace')[-300:]}")
         self._fill()
 
     def _record(self, part: int, matches: list[SearchMatch]) -> None:
@@ -224,9 +286,10 @@ class _Merge:
             if len(matches) >= self.cap:
                 self.limit = min(self.limit, part + 1)
 
-    def _finished_part(self, worker: _Worker) -> None:
-        self._record(worker.seq[worker.pos], worker.reader.out)
-        worker.reader.out.clear()
+    def _finished_part(self, worker: _Worker, part: int) -> None:
+        if part != worker.current():
+            raise WorkspaceError(f"ripgrep ended part {part} in part {worker.current()}")
+        self._record(part, worker.reader.outs.pop(part, []))
         worker.pos += 1
         worker.entered = time.monotonic()
         for other in list(self.running):
@@ -257,6 +320,7 @@ class _Merge:
         half of the longest list still ahead of another. False when there is nothing to take."""
         if self.refused or self._known():
             return False
+        self._rest()
         ahead = [self._todo(o.seq[o.pos + 1:]) for o in self.running]
         covered = {i for todo in ahead for i in todo} | {o.current() for o in self.running}
         orphans = [i for i in range(self.head, self.limit)
@@ -265,7 +329,8 @@ class _Merge:
             self._start(orphans)
             return True
         longest = max(ahead, key=len, default=[])
-        if len(longest) < 2:
+        if not longest:
             return False
         self._start(longest[len(longest) // 2:])
         return True
+

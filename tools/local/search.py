@@ -132,8 +132,7 @@ async def _rg_files(
 
     argv = [*_rg_base(rg, names), "--files"]
     found, _ = await ordered.run(argv, Plan(root, workers()),
-                                 lambda sentinel: ripgrep.Names(cap, rel, keep, sentinel), cap,
-                                 content=False)
+                                 lambda part: ripgrep.Names(cap, part, rel, keep), cap)
     return found
 
 
@@ -143,10 +142,6 @@ async def _rg_content(
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
     rel = ripgrep.relative(root)
-
-    def reader(sentinel: str | None) -> ripgrep.Reader:
-        token = os.fsencode(os.path.basename(sentinel)) if sentinel else None
-        return ripgrep.Lines(cap, rel, globs, token)
-
-    found, refused = await ordered.run(argv, Plan(root, workers()), reader, cap, content=True)
+    found, refused = await ordered.run(argv, Plan(root, workers()),
+                                       lambda part: ripgrep.Lines(cap, part, rel, globs), cap)
     return None if refused else found
