@@ -212,3 +212,34 @@ async def test_a_cancelled_search_leaves_no_rg_running(
     with anyio.fail_after(PATIENCE_S):
         while rg_children():  # the abandoned thread may start one more: it is killed at once
             await anyio.sleep(0.05)
+
+
+@pytest.mark.skipif(not HAS_RG, reason=f"ripgrep {MISSING_TOOL}")
+async def test_a_plan_is_reused_only_while_what_it_read_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_search, "workers", lambda: 2)
+    monkeypatch.setattr(plan, "UNITS_PER_WORKER", 3)
+    monkeypatch.setattr(plan, "HEAD_PER_WORKER", 1)
+    monkeypatch.setattr(ordered, "JOIN_AFTER_S", 0.0)
+    tree(tmp_path)
+    (tmp_path / "z" / "huge.txt").write_text("hit huge\n" * (MAX_FILE_BYTES // 9 + 1))
+    for path in [tmp_path, *tmp_path.rglob("*")]:  # older than a clock tick: plans are kept
+        os.utime(path, (1_000_000_000, 1_000_000_000), follow_symlinks=False)
+    whole = (await call(tmp_path, pattern="hit", limit=500))["matches"]
+    kept = plan.Plan.of(str(tmp_path), 2)
+    assert kept.rest_parts is not None and plan.Plan.of(str(tmp_path), 2) is kept
+    assert (await call(tmp_path, pattern="hit", limit=500))["matches"] == whole
+
+    (tmp_path / "z" / "x" / "new.py").write_text("hit new\n")  # a directory the plan read
+    assert plan.Plan.of(str(tmp_path), 2) is not kept
+    found = (await call(tmp_path, pattern="hit", limit=500))["matches"]
+    assert [m["path"] for m in found if m not in whole] == ["z/x/new.py"]
+
+    os.utime(tmp_path / "z" / "x", (1_000_000_000, 1_000_000_000))
+    await call(tmp_path, pattern="hit", limit=500)
+    kept = plan.Plan.of(str(tmp_path), 2)
+    (tmp_path / "z" / "huge.txt").write_text("hit no longer huge\n")  # its directory: as it was
+    assert plan.Plan.of(str(tmp_path), 2) is not kept
+    found = (await call(tmp_path, pattern="hit", limit=500))["matches"]
+    assert ("z/huge.txt", 1) in [(m["path"], m["line"]) for m in found]

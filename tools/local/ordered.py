@@ -2,8 +2,8 @@
 merged in path order, stopped as soon as the page is known.
 
 One process searches the head, the first part, as one `rg --sort path` would: most pages are
-there. When the search is still going after JOIN_AFTER_S (or the head is done), the other
-cores join on the rest: each process takes the second half of the longest list of parts
+there. When the search is still going after JOIN_AFTER_S without half its page (or the head
+is done), the other cores join on the rest: each process takes the second half of the longest list of parts
 still ahead of another (the first one takes them all) and searches it forward. After each
 part of its list a process is given a path that does not exist, so rg's error for it, on
 stderr, says the part is done (its output, line-buffered, is in the pipe before the error
@@ -119,7 +119,7 @@ class _Merge:
         self.argv, self.parts, self.reader, self.cap = argv, [head], reader, cap
         self.children = children
         self.done: list[list[SearchMatch] | None] = [None]
-        self.head = 0
+        self.first = 0
         """The first part not done; `before` matches are in the parts before it."""
         self.before = 0
         self.limit = 1
@@ -146,6 +146,9 @@ class _Merge:
             while self.running and not self._known() and not self.children.closed:
                 wait = join_at - time.monotonic() if joins else None
                 if wait is not None and wait <= 0:
+                    if self.before + len(self._partial()) >= self.cap // 2:
+                        join_at += JOIN_AFTER_S  # half the page is found: it will be soon
+                        continue
                     self.slots, joins = plan.n_workers, False
                     self._fill()
                     continue
@@ -170,39 +173,42 @@ class _Merge:
         self.done += [None] * len(rest)
 
     def _known(self) -> bool:
-        while self.head < self.limit and self.done[self.head] is not None:
-            self.before += len(self.done[self.head] or ())
-            self.head += 1
-            if self.head == self.limit:
+        while self.first < self.limit and self.done[self.first] is not None:
+            self.before += len(self.done[self.first] or ())
+            self.first += 1
+            if self.first == self.limit:
                 self._rest()
-        if self.head >= self.limit or self.before >= self.cap:
+        if self.first >= self.limit or self.before >= self.cap:
             return True
         return self.before + len(self._partial()) >= self.cap
 
     def _partial(self) -> list[SearchMatch]:
-        """The head part's matches found so far (a prefix of them, whoever is in it)."""
-        inside = [w.reader.outs.get(self.head, []) for w in self.running
-                  if w.current() == self.head]
+        """The first unfinished part's matches found so far (a prefix of them, whoever is in
+        it)."""
+        inside = [w.reader.outs.get(self.first, []) for w in self.running
+                  if w.current() == self.first]
         return sorted(inside, key=len)[-1] if inside else []
 
     def _found(self) -> list[SearchMatch]:
         out: list[SearchMatch] = []
-        for matches in self.done[:self.head]:
+        for matches in self.done[:self.first]:
             out += matches or ()
-        if self.head < self.limit:
+        if self.first < self.limit:
             out += self._partial()
         return out[:self.cap]
 
     def _start(self, seq: list[int]) -> None:
         part: Callable[[str], int] | int = 0
+        flush = []
         if seq == [0]:  # the head: as one rg would, output in blocks, done when it ends
-            args, flush = self.parts[0], []
+            args = self.parts[0]
         else:
             args = [a for i in seq for a in (*self.parts[i], f"{self.missing}{i}")]
             part = part_of({p: i for i in seq for p in self.parts[i]})
             # rg writes to a pipe in blocks: a part's lines must be in it before its end is
             flush = ["--line-buffered"]
-        proc = subprocess.Popen([*self.argv, *flush, "--", *args], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([*self.argv, *flush, "--", *args],
+                                stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
         self.children.add(proc)
         worker = _Worker(proc, seq, self.reader(part))
@@ -323,7 +329,7 @@ class _Merge:
         self._rest()
         ahead = [self._todo(o.seq[o.pos + 1:]) for o in self.running]
         covered = {i for todo in ahead for i in todo} | {o.current() for o in self.running}
-        orphans = [i for i in range(self.head, self.limit)
+        orphans = [i for i in range(self.first, self.limit)
                    if self.done[i] is None and i not in covered]
         if orphans:
             self._start(orphans)

@@ -5,8 +5,8 @@ Directories are replaced by their entries a whole level at a time, until a level
 UNITS_PER_WORKER entries per worker (or MAX_PLAN_ENTRIES were read). The head, the level's
 first HEAD entries, is one part: a page is usually there, and it is known once the level
 that will be the last has been cut that far, so the search starts on it before the rest is
-read (`Plan.head`). The rest (`Plan.rest`, or `Plan.work` a step at a time) is cut into
-parts of about equal weight: a directory's weight is guessed from its link count and size
+read (`Plan.head`). The rest (`Plan.rest`, read when a search needs it) is cut into parts
+of about equal weight: a directory's weight is guessed from its link count and size
 (`_weight`), and the heaviest are split while one outweighs a part.
 """
 
@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import heapq
 import os
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
 
 from talaria.tools.local.walk import MAX_FILE_BYTES, SKIP_DIRS
 
 MAX_WORKERS = 12
 """rg processes at once, at most (rg's own thread cap)."""
-UNITS_PER_WORKER = 8
+UNITS_PER_WORKER = 24
 """Entries per worker the last level cut has, at least (unless the tree runs out)."""
 MAX_PLAN_ENTRIES = 2_000
 """Entries a plan reads, at most: a directory reached past that is searched whole."""
@@ -36,6 +39,14 @@ MAX_SPLITS = 64
 """Directories `Plan.rest` splits, at most."""
 MAX_DIR_ENTRIES = 512
 """A directory listing more entries is searched whole (listing them all costs more)."""
+MAX_PLANS = 8
+"""Trees whose plan is kept for their next search."""
+RACY_NS = 2_000_000_000
+"""A directory changed this close before its plan was made may change again unseen (its
+modification time has a clock tick's grain): that plan is not kept."""
+
+_plans: OrderedDict[tuple[str, int, int, int, int], Plan] = OrderedDict()
+_lock = threading.Lock()
 
 
 def workers() -> int:
@@ -49,8 +60,8 @@ def workers() -> int:
 
 class Plan:
     """The parts of `root` for `n_workers`: the head (one part, read first: it reads only
-    what it needs), then the rest (`rest`, or `work` a step at a time). One part, the root
-    itself, for one worker, a file root or a small tree."""
+    what it needs), then the rest. One part, the root itself, for one worker, a file root or
+    a small tree."""
 
     def __init__(self, root: str, n_workers: int) -> None:
         self.root, self.n_workers = root, n_workers
@@ -68,12 +79,53 @@ class Plan:
         """Directories searched whole (too many entries to list)."""
         self.single = n_workers == 1 or not os.path.isdir(root)
         self.n_head = 0
-        self._rest: Iterator[None] | None = None
-        self.after_head: list[list[str]] = []
-        """What `rest` returns, once `work` is through."""
+        self.head_units: list[str] | None = None
+        self.rest_parts: list[list[str]] | None = None
+        self.started_ns = time.time_ns()
+        self.read: dict[str, tuple[int, int]] = {}
+        """Directories read, with their inode and modification time before the read."""
+        self.big: list[str] = []
+        """Files left out for their size."""
+        self.reusable = True
+
+    @classmethod
+    def of(cls, root: str, n_workers: int) -> Plan:
+        """The plan of the last search of `root` when what it read is unchanged (its
+        directories' inode and modification time, its big files' size), else a new one."""
+        key = (root, n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
+        with _lock:
+            plan = _plans.get(key)
+        if plan is not None and plan.unchanged():
+            return plan
+        return cls(root, n_workers)
+
+    def unchanged(self) -> bool:
+        try:
+            for path, seen in self.read.items():
+                st = os.stat(path)
+                if (st.st_ino, st.st_mtime_ns) != seen:
+                    return False
+            return all(os.stat(path).st_size > MAX_FILE_BYTES for path in self.big)
+        except OSError:
+            return False
+
+    def _keep(self) -> None:
+        if not self.reusable or self.single:
+            return
+        key = (self.root, self.n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
+        with _lock:
+            _plans[key] = self
+            _plans.move_to_end(key)
+            while len(_plans) > MAX_PLANS:
+                _plans.popitem(last=False)
 
     def head(self) -> list[str]:
         """The first entries, one part (the root alone when the tree is one part)."""
+        if self.head_units is None:
+            self.head_units = self._head()
+        return self.head_units
+
+    def _head(self) -> list[str]:
         if self.single:
             return [self.root]
         want = HEAD_PER_WORKER * self.n_workers
@@ -89,43 +141,27 @@ class Plan:
     def rest(self) -> list[list[str]]:
         """The parts after the head, in order, of about equal weight (`_weight`): the
         heaviest directories are split first, while one outweighs a part."""
-        while self.work():
-            pass
-        return self.after_head
+        if self.rest_parts is None:
+            self.rest_parts = self._rest()
+            self._keep()
+        return self.rest_parts
 
-    def work(self) -> bool:
-        """Do a little more of `rest` (one directory read, or some stats): True while there
-        is more. A search does it between reads of rg's output."""
-        if self._rest is None:
-            self._rest = self._rest_steps()
-        try:
-            next(self._rest)
-        except StopIteration:
-            return False
-        return True
-
-    def _rest_steps(self) -> Iterator[None]:
+    def _rest(self) -> list[list[str]]:
         if self.single:
-            return
+            return []
         while self.units is None:
             self._step()
-            yield
-        units: list[tuple[str, bool, float]] = []
-        for p, d in self.units[self.n_head:]:
-            units.append((p, d, _weight(p) if d else FILE_WEIGHT))
-            if len(units) % 64 == 0:
-                yield
-        count = max(1, PARTS_PER_WORKER * self.n_workers - self.n_head)
+        units = [(p, d, _weight(p) if d else FILE_WEIGHT) for p, d in self.units[self.n_head:]]
+        count = PARTS_PER_WORKER * self.n_workers - 1
         total = sum(w for _, _, w in units)
         heavy = [(-w, p) for p, d, w in units if d]
         heapq.heapify(heavy)
         split: dict[str, list[tuple[str, bool, float]]] = {}
         while heavy and self.seen < MAX_PLAN_ENTRIES and len(split) < MAX_SPLITS:
-            yield
             w, path = heapq.heappop(heavy)
             if -w <= total / count:
                 break
-            listed = None if path in self.whole else _entries(path)
+            listed = None if path in self.whole else self._list(path)
             self.seen += MAX_DIR_ENTRIES if listed is None else len(listed)
             if listed is None:
                 continue
@@ -144,7 +180,19 @@ class Plan:
                 held = 0.0
             parts[-1].append(path)
             held += w
-        self.after_head = [p for p in parts if p]
+        return [p for p in parts if p]
+
+    def _list(self, path: str) -> list[tuple[str, bool]] | None:
+        """`_entries`, noting what a later search must find unchanged to reuse the plan."""
+        try:
+            st = os.stat(path)  # before reading: a change after it shows
+            self.read[path] = (st.st_ino, st.st_mtime_ns)
+            if st.st_mtime_ns >= self.started_ns - RACY_NS:
+                self.reusable = False  # a change within its clock's tick would not show
+        except OSError:
+            self.reusable = False
+        listed = _entries(path, self.big)
+        return listed
 
     def _step(self) -> None:
         if self.at == len(self.level):  # a level is cut
@@ -157,7 +205,7 @@ class Plan:
         self.at += 1
         entries = None
         if is_dir and self.seen < MAX_PLAN_ENTRIES and path not in self.whole:
-            entries = _entries(path)
+            entries = self._list(path)
             self.seen += MAX_DIR_ENTRIES if entries is None else len(entries)
         if entries is not None:
             self.cut += entries
@@ -190,11 +238,11 @@ def _flat(units: list[tuple[str, bool, float]], split: dict[str, list[tuple[str,
             yield path, w
 
 
-def _entries(path: str) -> list[tuple[str, bool]] | None:
+def _entries(path: str, big: list[str]) -> list[tuple[str, bool]] | None:
     """A directory's entries rg's walk searches, sorted by name: not hidden, not a symlink,
     not SKIP_DIRS, not a file over MAX_FILE_BYTES (rg searches a path it is given whatever
-    its name, size or kind, so the plan leaves out what the walk would). None for a
-    directory of more than MAX_DIR_ENTRIES: rg walks it whole."""
+    its name, size or kind, so the plan leaves out what the walk would; those go to `big`).
+    None for a directory of more than MAX_DIR_ENTRIES: rg walks it whole."""
     entries: list[os.DirEntry[str]] = []
     try:
         with os.scandir(path) as it:
@@ -212,9 +260,11 @@ def _entries(path: str) -> list[tuple[str, bool]] | None:
             if e.is_dir(follow_symlinks=False):
                 if e.name not in SKIP_DIRS:
                     out.append((e.path, True))
-            elif (e.is_file(follow_symlinks=False)
-                  and e.stat(follow_symlinks=False).st_size <= MAX_FILE_BYTES):
-                out.append((e.path, False))
+            elif e.is_file(follow_symlinks=False):
+                if e.stat(follow_symlinks=False).st_size <= MAX_FILE_BYTES:
+                    out.append((e.path, False))
+                else:
+                    big.append(e.path)
         except OSError:
             continue
     return out

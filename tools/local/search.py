@@ -131,7 +131,7 @@ async def _rg_files(
         return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
     argv = [*_rg_base(rg, names), "--files"]
-    found, _ = await ordered.run(argv, Plan(root, workers()),
+    found, _ = await ordered.run(argv, Plan.of(root, workers()),
                                  lambda part: ripgrep.Names(cap, part, rel, keep), cap)
     return found
 
@@ -142,6 +142,6 @@ async def _rg_content(
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
     rel = ripgrep.relative(root)
-    found, refused = await ordered.run(argv, Plan(root, workers()),
+    found, refused = await ordered.run(argv, Plan.of(root, workers()),
                                        lambda part: ripgrep.Lines(cap, part, rel, globs), cap)
     return None if refused else found
