@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from talaria.tools.context import ToolContext
@@ -66,11 +67,13 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": str(exc)}
     matches: list[Any] = []
     concealed = 0
+    base = display(root, ctx.cwd)  # once: a Path per match costs more than the page's search
     for m in page.matches:
         if ctx.conceal is not None and ctx.conceal(root / m.path):
             concealed += 1
             continue
-        shown = display(root / m.path, ctx.cwd)  # a file root's own path is "."
+        # a file root's own path is "."
+        shown = base if m.path == "." else m.path if base == "." else os.path.join(base, m.path)
         if target == "files":
             matches.append(shown)
         else:

@@ -139,7 +139,7 @@ class _Merge:
         join_at = time.monotonic() + JOIN_AFTER_S
         try:
             self._start([0])
-            joins = self.plan is not None and plan.n_workers > 1
+            joins = self.plan is not None and plan.n_workers > self.slots
             if joins and JOIN_AFTER_S <= 0:
                 self.slots, joins = plan.n_workers, False
                 self._fill()
@@ -198,10 +198,10 @@ class _Merge:
         return out[:self.cap]
 
     def _start(self, seq: list[int]) -> None:
-        part: Callable[[str], int] | int = 0
+        part: Callable[[str], int] | int = seq[0]
         flush = []
-        if seq == [0]:  # the head: as one rg would, output in blocks, done when it ends
-            args = self.parts[0]
+        if len(seq) == 1:  # one part (the head): as one rg would, done when it ends
+            args = self.parts[seq[0]]
         else:
             args = [a for i in seq for a in (*self.parts[i], f"{self.missing}{i}")]
             part = part_of({p: i for i in seq for p in self.parts[i]})
@@ -278,8 +278,8 @@ class _Merge:
             for other in list(self.running):
                 self._stop(other)
             return
-        if worker.seq == [0]:  # the head: its end is the part's
-            self._record(0, worker.reader.outs.get(0, []))
+        if len(worker.seq) == 1:  # one part: its end is the part's
+            self._record(worker.seq[0], worker.reader.outs.get(worker.seq[0], []))
             worker.pos = 1
         elif worker.pos < len(worker.seq):  # it ended before its list did
             raise WorkspaceError(f"ripgrep stopped early (exit {code}): "

@@ -87,6 +87,7 @@ class Plan:
         self.big: list[str] = []
         """Files left out for their size."""
         self.reusable = True
+        self.lock = threading.Lock()
 
     @classmethod
     def of(cls, root: str, n_workers: int) -> Plan:
@@ -95,17 +96,17 @@ class Plan:
         key = (root, n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
         with _lock:
             plan = _plans.get(key)
-        if plan is not None and plan.unchanged():
+        if plan is not None and plan.reusable and plan.unchanged():
             return plan
         return cls(root, n_workers)
 
     def unchanged(self) -> bool:
         try:
-            for path, seen in self.read.items():
+            for path, seen in list(self.read.items()):
                 st = os.stat(path)
                 if (st.st_ino, st.st_mtime_ns) != seen:
                     return False
-            return all(os.stat(path).st_size > MAX_FILE_BYTES for path in self.big)
+            return all(os.stat(path).st_size > MAX_FILE_BYTES for path in list(self.big))
         except OSError:
             return False
 
@@ -121,9 +122,11 @@ class Plan:
 
     def head(self) -> list[str]:
         """The first entries, one part (the root alone when the tree is one part)."""
-        if self.head_units is None:
-            self.head_units = self._head()
-        return self.head_units
+        with self.lock:  # a kept plan serves searches side by side
+            if self.head_units is None:
+                self.head_units = self._head()
+                self._keep()
+            return self.head_units
 
     def _head(self) -> list[str]:
         if self.single:
@@ -141,10 +144,11 @@ class Plan:
     def rest(self) -> list[list[str]]:
         """The parts after the head, in order, of about equal weight (`_weight`): the
         heaviest directories are split first, while one outweighs a part."""
-        if self.rest_parts is None:
-            self.rest_parts = self._rest()
-            self._keep()
-        return self.rest_parts
+        with self.lock:
+            if self.rest_parts is None:
+                self.rest_parts = self._rest()
+                self._keep()
+            return self.rest_parts
 
     def _rest(self) -> list[list[str]]:
         if self.single:
