@@ -130,7 +130,8 @@ async def _rg_files(
     def keep(path: str) -> bool:
         return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
-    argv = [*_rg_base(rg, names), "--files"]
+    # a page of paths is a few KB: rg's 8 KB blocks would hold it back until more are found
+    argv = [*_rg_base(rg, names), "--files", "--line-buffered"]
     found, _ = await ordered.run(argv, Plan.of(root, workers()),
                                  lambda part: ripgrep.Names(cap, part, rel, keep), cap)
     return found
