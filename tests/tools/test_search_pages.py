@@ -44,6 +44,7 @@ def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
         pytest.skip(f"ripgrep {MISSING_TOOL}")
     workers = 1 if request.param == "one-rg" else 3
     monkeypatch.setattr(local_search, "workers", lambda: workers)
+    monkeypatch.setattr(plan, "SMALL_TREE", 0)
     monkeypatch.setattr(plan, "UNITS_PER_WORKER", 3)
     monkeypatch.setattr(plan, "HEAD_PER_WORKER", 1)
     monkeypatch.setattr(plan, "PARTS_PER_WORKER", 4)
@@ -154,6 +155,7 @@ async def test_an_entry_gone_between_the_plan_and_rg_is_left_out(
 ) -> None:
     # rg's error for the missing entry is not the end of a part: the search goes on.
     monkeypatch.setattr(local_search, "workers", lambda: 2)
+    monkeypatch.setattr(plan, "SMALL_TREE", 0)
     monkeypatch.setattr(plan, "UNITS_PER_WORKER", 3)
     monkeypatch.setattr(plan, "HEAD_PER_WORKER", 1)
     monkeypatch.setattr(ordered, "JOIN_AFTER_S", 0.0)
@@ -200,6 +202,7 @@ async def test_a_cancelled_search_leaves_no_rg_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local_search, "workers", lambda: 3)
+    monkeypatch.setattr(plan, "SMALL_TREE", 0)
     monkeypatch.setattr(plan, "UNITS_PER_WORKER", 4)
     monkeypatch.setattr(ordered, "JOIN_AFTER_S", 0.0)
     for d in range(40):
@@ -219,6 +222,7 @@ async def test_a_plan_is_reused_only_while_what_it_read_is_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local_search, "workers", lambda: 2)
+    monkeypatch.setattr(plan, "SMALL_TREE", 0)
     monkeypatch.setattr(plan, "UNITS_PER_WORKER", 3)
     monkeypatch.setattr(plan, "HEAD_PER_WORKER", 1)
     monkeypatch.setattr(ordered, "JOIN_AFTER_S", 0.0)

@@ -37,6 +37,9 @@ from talaria.tools.workspace import SearchMatch, WorkspaceError
 
 JOIN_AFTER_S = 0.01
 """When the other cores join a search still going (a page found sooner costs one process)."""
+MIN_STEAL_S = 0.01
+"""The least work (by the parts' average time) worth a process of its own: rg's start costs
+~3 ms of a core, and a small tree's search ends sooner without."""
 MAX_ERRORS = 4096
 """Bytes of rg's own error messages kept, for the error a failed search gives."""
 _CHUNK = 1 << 16
@@ -88,6 +91,7 @@ class _Worker:
     pos: int = 0
     """`seq[pos]` is the part it is in, since `entered`."""
     entered: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.monotonic)
     rest: dict[int, bytes] = field(default_factory=dict)
     """Per pipe, the line begun and not ended."""
     errors: bytearray = field(default_factory=bytearray)
@@ -99,14 +103,19 @@ class _Worker:
 
 
 async def run(argv: list[str], plan: Plan, reader: Callable[[Callable[[str], int] | int], Reader],
-              cap: int) -> tuple[list[SearchMatch], bool]:
+              cap: int, keep: Callable[[str], bool], *, sized: bool
+              ) -> tuple[list[SearchMatch], bool]:
     """The first `cap` matches of `argv` over the parts of `plan`, in order, and whether rg
-    refused the pattern. `reader(part)` makes a process's reader (`part`: its lines' part).
-    A worker thread reads the pipes: an asyncio subprocess costs a child-watcher thread and
-    a loop wake-up per chunk, more than a page."""
+    refused the pattern. `reader(part)` makes a process's reader (`part`: its lines' part);
+    `keep(path)` says whether a file the plan names is searched at all, and `sized` leaves
+    out those over MAX_FILE_BYTES (rg would search a file it is given whatever its globs or
+    size). A worker thread reads the pipes: an asyncio subprocess costs a child-watcher
+    thread and a loop wake-up per chunk, more than a page."""
     children = _Children()
     try:
         merge = _Merge(argv, plan.head(), reader, cap, children)
+        merge.skip = lambda path: path in plan.files and (
+            sized and path in plan.big or not keep(path))
         return await anyio.to_thread.run_sync(merge.run, plan, abandon_on_cancel=True)
     finally:
         children.close()  # cancelled: the thread is abandoned, rg must not run on
@@ -133,12 +142,17 @@ class _Merge:
         """Arguments after a part: this plus the part's index, a path that does not exist."""
         self.mark = os.fsencode(self.missing)
         self.sel = selectors.DefaultSelector()
+        self.skip: Callable[[str], bool] = lambda path: False
 
     def run(self, plan: Plan) -> tuple[list[SearchMatch], bool]:
         self.plan = None if plan.single else plan
         join_at = time.monotonic() + JOIN_AFTER_S
         try:
-            self._start([0])
+            if any(not self.skip(p) for p in self.parts[0]):
+                self._start([0])
+            else:  # nothing in the head to search (no rg given no path: it would search `.`)
+                self._record(0, [])
+                self._fill()
             joins = self.plan is not None and plan.n_workers > self.slots
             if joins and JOIN_AFTER_S <= 0:
                 self.slots, joins = plan.n_workers, False
@@ -200,10 +214,11 @@ class _Merge:
     def _start(self, seq: list[int]) -> None:
         part: Callable[[str], int] | int = seq[0]
         flush = []
-        if len(seq) == 1:  # one part (the head): as one rg would, done when it ends
-            args = self.parts[seq[0]]
+        if seq == [0]:  # the head: as one rg would, done when it ends
+            args = [p for p in self.parts[0] if not self.skip(p)]
         else:
-            args = [a for i in seq for a in (*self.parts[i], f"{self.missing}{i}")]
+            args = [a for i in seq for a in (*(p for p in self.parts[i] if not self.skip(p)),
+                                                  f"{self.missing}{i}")]
             part = part_of({p: i for i in seq for p in self.parts[i]})
             # rg writes to a pipe in blocks: a part's lines must be in it before its end is
             flush = ["--line-buffered"]
@@ -278,7 +293,7 @@ class _Merge:
             for other in list(self.running):
                 self._stop(other)
             return
-        if len(worker.seq) == 1:  # one part: its end is the part's
+        if worker.seq == [0]:  # the head: its end is the part's
             self._record(worker.seq[0], worker.reader.outs.get(worker.seq[0], []))
             worker.pos = 1
         elif worker.pos < len(worker.seq):  # it ended before its list did
@@ -334,9 +349,15 @@ class _Merge:
         if orphans:
             self._start(orphans)
             return True
-        longest = max(ahead, key=len, default=[])
-        if not longest:
+        now = time.monotonic()
+        todo, victim = max(zip(ahead, self.running, strict=True), key=lambda t: len(t[0]),
+                           default=([], None))
+        half = todo[len(todo) // 2:]
+        if not half or victim is None:
             return False
-        self._start(longest[len(longest) // 2:])
+        per_part = (now - victim.started) / (victim.pos + 1)  # the one it is in counts
+        if len(half) * per_part < MIN_STEAL_S:
+            return False  # a process costs more than it would take over
+        self._start(half)
         return True
 

@@ -37,6 +37,11 @@ SUBDIR_WEIGHT = 8
 """A subdirectory's weight in its parent's `_weight`: a tree, not a file."""
 MAX_SPLITS = 64
 """Directories `Plan.rest` splits, at most."""
+SMALL_TREE = 800
+"""A tree guessed smaller (`Plan._size`) is one part: one rg is through before more start
+(~2,000 files and less)."""
+SAMPLE_DIRS = 32
+"""Directories looked at to guess a tree's size."""
 MAX_DIR_ENTRIES = 512
 """A directory listing more entries is searched whole (listing them all costs more)."""
 MAX_PLANS = 8
@@ -84,8 +89,10 @@ class Plan:
         self.started_ns = time.time_ns()
         self.read: dict[str, tuple[int, int]] = {}
         """Directories read, with their inode and modification time before the read."""
-        self.big: list[str] = []
-        """Files left out for their size."""
+        self.big: set[str] = set()
+        """Files over MAX_FILE_BYTES: a search of contents leaves them out."""
+        self.files: set[str] = set()
+        """The entries that are files (rg searches a file it is given whatever the globs)."""
         self.reusable = True
         self.lock = threading.Lock()
 
@@ -111,7 +118,7 @@ class Plan:
             return False
 
     def _keep(self) -> None:
-        if not self.reusable or self.single:
+        if not self.reusable:
             return
         key = (self.root, self.n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
         with _lock:
@@ -135,11 +142,23 @@ class Plan:
         while self.units is None and not (self.last and len(self.cut) >= want):
             self._step()
         cut = self.units if self.units is not None else self.cut
-        if self.units is not None and len(self.units) < 2 * self.n_workers:
-            self.single = True  # too small to share out
+        if self._size() < SMALL_TREE:
+            self.single = True  # one rg is through sooner than several start
             return [self.root]
         self.n_head = min(want, len(cut))
         return [p for p, _ in cut[:self.n_head]]
+
+    def _size(self) -> float:
+        """How big the tree is, in `_weight` units, guessed from the last level's directories
+        (SAMPLE_DIRS of them, evenly spaced) and files, and for the level before's entries
+        still to be read, as much as one read so far came to."""
+        cut = self.units if self.units is not None else self.cut
+        dirs = [p for p, d in cut if d]
+        sample = dirs[::max(1, len(dirs) // SAMPLE_DIRS)][:SAMPLE_DIRS]
+        held = (len(cut) - len(dirs)) * FILE_WEIGHT
+        held += len(dirs) * sum(map(_weight, sample)) / max(1, len(sample))
+        unread = len(self.level) - self.at if self.units is None else 0
+        return held + unread * held / max(1, self.at)
 
     def rest(self) -> list[list[str]]:
         """The parts after the head, in order, of about equal weight (`_weight`): the
@@ -196,6 +215,7 @@ class Plan:
         except OSError:
             self.reusable = False
         listed = _entries(path, self.big)
+        self.files.update(p for p, is_dir in listed or () if not is_dir)
         return listed
 
     def _step(self) -> None:
@@ -242,11 +262,12 @@ def _flat(units: list[tuple[str, bool, float]], split: dict[str, list[tuple[str,
             yield path, w
 
 
-def _entries(path: str, big: list[str]) -> list[tuple[str, bool]] | None:
+def _entries(path: str, big: set[str]) -> list[tuple[str, bool]] | None:
     """A directory's entries rg's walk searches, sorted by name: not hidden, not a symlink,
-    not SKIP_DIRS, not a file over MAX_FILE_BYTES (rg searches a path it is given whatever
-    its name, size or kind, so the plan leaves out what the walk would; those go to `big`).
-    None for a directory of more than MAX_DIR_ENTRIES: rg walks it whole."""
+    not SKIP_DIRS (rg searches a path it is given whatever its name or kind, so the plan
+    leaves out what the walk would). Files over MAX_FILE_BYTES also go to `big`: a search
+    of contents leaves them out. None for a directory of more than MAX_DIR_ENTRIES: rg
+    walks it whole."""
     entries: list[os.DirEntry[str]] = []
     try:
         with os.scandir(path) as it:
@@ -265,10 +286,9 @@ def _entries(path: str, big: list[str]) -> list[tuple[str, bool]] | None:
                 if e.name not in SKIP_DIRS:
                     out.append((e.path, True))
             elif e.is_file(follow_symlinks=False):
-                if e.stat(follow_symlinks=False).st_size <= MAX_FILE_BYTES:
-                    out.append((e.path, False))
-                else:
-                    big.append(e.path)
+                out.append((e.path, False))
+                if e.stat(follow_symlinks=False).st_size > MAX_FILE_BYTES:
+                    big.add(e.path)
         except OSError:
             continue
     return out

@@ -133,7 +133,8 @@ async def _rg_files(
     # a page of paths is a few KB: rg's 8 KB blocks would hold it back until more are found
     argv = [*_rg_base(rg, names), "--files", "--line-buffered"]
     found, _ = await ordered.run(argv, Plan.of(root, workers()),
-                                 lambda part: ripgrep.Names(cap, part, rel, keep), cap)
+                                 lambda part: ripgrep.Names(cap, part, rel, keep), cap,
+                                 lambda path: keep(rel(path)), sized=False)
     return found
 
 
@@ -143,6 +144,7 @@ async def _rg_content(
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
     rel = ripgrep.relative(root)
-    found, refused = await ordered.run(argv, Plan.of(root, workers()),
-                                       lambda part: ripgrep.Lines(cap, part, rel, globs), cap)
+    found, refused = await ordered.run(
+        argv, Plan.of(root, workers()), lambda part: ripgrep.Lines(cap, part, rel, globs), cap,
+        lambda path: globs is None or glob_ok(rel(path), globs), sized=True)
     return None if refused else found
