@@ -247,3 +247,14 @@ async def test_a_plan_is_reused_only_while_what_it_read_is_unchanged(
     assert plan.Plan.of(str(tmp_path), 2) is not kept
     found = (await call(tmp_path, pattern="hit", limit=500))["matches"]
     assert ("z/huge.txt", 1) in [(m["path"], m["line"]) for m in found]
+
+
+def test_a_small_tree_is_one_part_and_a_big_one_is_cut(tmp_path: Path) -> None:
+    tree(tmp_path)  # ~80 files: one rg is through before more could start
+    assert plan.Plan(str(tmp_path), 4).head() == [str(tmp_path)]
+    for n in range(60):  # directories of directories: the guess grows with their links
+        for m in range(12):
+            (tmp_path / "big" / f"d{n:02}" / f"e{m:02}").mkdir(parents=True)
+    head = plan.Plan(str(tmp_path), 4).head()
+    assert len(head) > 1 and all(p.startswith(str(tmp_path) + os.sep) for p in head)
+    assert plan.Plan(str(tmp_path), 1).head() == [str(tmp_path)]  # one core: one rg

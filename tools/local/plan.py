@@ -7,7 +7,9 @@ first HEAD entries, is one part: a page is usually there, and it is known once t
 that will be the last has been cut that far, so the search starts on it before the rest is
 read (`Plan.head`). The rest (`Plan.rest`, read when a search needs it) is cut into parts
 of about equal weight: a directory's weight is guessed from its link count and size
-(`_weight`), and the heaviest are split while one outweighs a part.
+(`_weight`), and the heaviest are split while one outweighs a part. A tree guessed small
+(`Plan._size` under SMALL_TREE), one core, or a file is one part, the root: one rg.
+A plan is kept for the tree's next search while what it read is unchanged (`Plan.of`).
 """
 
 from __future__ import annotations
@@ -149,16 +151,14 @@ class Plan:
         return [p for p, _ in cut[:self.n_head]]
 
     def _size(self) -> float:
-        """How big the tree is, in `_weight` units, guessed from the last level's directories
-        (SAMPLE_DIRS of them, evenly spaced) and files, and for the level before's entries
-        still to be read, as much as one read so far came to."""
-        cut = self.units if self.units is not None else self.cut
-        dirs = [p for p, d in cut if d]
+        """How big the tree is, in `_weight` units, guessed from the entries of the level cut
+        so far and of the level before still to be cut: files by FILE_WEIGHT, directories
+        by the `_weight` of a sample of them (SAMPLE_DIRS, evenly spaced)."""
+        units = self.units if self.units is not None else [*self.cut, *self.level[self.at:]]
+        dirs = [p for p, d in units if d]
         sample = dirs[::max(1, len(dirs) // SAMPLE_DIRS)][:SAMPLE_DIRS]
-        held = (len(cut) - len(dirs)) * FILE_WEIGHT
-        held += len(dirs) * sum(map(_weight, sample)) / max(1, len(sample))
-        unread = len(self.level) - self.at if self.units is None else 0
-        return held + unread * held / max(1, self.at)
+        mean = sum(map(_weight, sample)) / max(1, len(sample))
+        return (len(units) - len(dirs)) * FILE_WEIGHT + len(dirs) * mean
 
     def rest(self) -> list[list[str]]:
         """The parts after the head, in order, of about equal weight (`_weight`): the
