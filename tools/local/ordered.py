@@ -35,7 +35,7 @@ from talaria.tools.local.plan import Plan
 from talaria.tools.local.ripgrep import Reader, part_of
 from talaria.tools.workspace import SearchMatch, WorkspaceError
 
-JOIN_AFTER_S = 0.01
+JOIN_AFTER_S = 0.02
 """When the other cores join a search still going (a page found sooner costs one process)."""
 MIN_STEAL_S = 0.01
 """The least work (by the parts' average time) worth a process of its own: rg's start costs
