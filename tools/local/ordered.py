@@ -3,16 +3,17 @@ merged in path order, stopped as soon as the page is known.
 
 One process searches the head, the first part, as one `rg --sort path` would: most pages are
 there. When the search is still going after JOIN_AFTER_S without half its page (or the head
-is done), the other cores join on the rest: each process takes the second half of the longest list of parts
-still ahead of another (the first one takes them all) and searches it forward. After each
-part of its list a process is given a path that does not exist, so rg's error for it, on
-stderr, says the part is done (its output, line-buffered, is in the pipe before the error
-is); lines are put in their part by path (`ripgrep.part_of`). A process that has finished its
-list, or reaches a part another has done or is in, takes another half the same way, so the
-cores stay busy to the end. The first `cap` matches in path order are known once every part
-before the one that completes them is done: a common pattern costs its first files, a rare
-one the whole tree on every core. The page is the one a single `rg --sort path` stopped at
-`cap` would give, on every call.
+is done), the other cores join on the rest: the first process to come takes every part no
+process has, the next the second half of the longest list still ahead of another, and each
+searches its list forward. After each part of its list a process is given a path that does
+not exist, so rg's error for it, on stderr, says the part is done (its output,
+line-buffered, is in the pipe before the error is); lines are put in their part by path
+(`ripgrep.part_of`). A process that has finished its list, or reaches a part another has
+done or is in, takes another half the same way while the victim's pace promises MIN_STEAL_S
+of work, so the cores stay busy to the end. The first `cap` matches in path order are known
+once every part before the one that completes them is done: a common pattern costs its first
+files, a rare one the whole tree on every core. The page is the one a single
+`rg --sort path` stopped at `cap` would give, on every call.
 """
 
 from __future__ import annotations
