@@ -52,8 +52,14 @@ RACY_NS = 2_000_000_000
 """A directory changed this close before its plan was made may change again unseen (its
 modification time has a clock tick's grain): that plan is not kept."""
 
-_plans: OrderedDict[tuple[str, int, int, int, int], Plan] = OrderedDict()
+_plans: OrderedDict[tuple[object, ...], Plan] = OrderedDict()
 _lock = threading.Lock()
+
+
+def _key(root: str, n_workers: int) -> tuple[object, ...]:
+    """A kept plan's key: its tree, and what shapes a plan."""
+    return (root, n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER, SMALL_TREE,
+            MAX_SPLITS, MAX_DIR_ENTRIES, MAX_PLAN_ENTRIES)
 
 
 def workers() -> int:
@@ -102,9 +108,8 @@ class Plan:
     def of(cls, root: str, n_workers: int) -> Plan:
         """The plan of the last search of `root` when what it read is unchanged (its
         directories' inode and modification time, its big files' size), else a new one."""
-        key = (root, n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
         with _lock:
-            plan = _plans.get(key)
+            plan = _plans.get(_key(root, n_workers))
         if plan is not None and plan.reusable and plan.unchanged():
             return plan
         return cls(root, n_workers)
@@ -122,7 +127,7 @@ class Plan:
     def _keep(self) -> None:
         if not self.reusable:
             return
-        key = (self.root, self.n_workers, UNITS_PER_WORKER, HEAD_PER_WORKER, PARTS_PER_WORKER)
+        key = _key(self.root, self.n_workers)
         with _lock:
             _plans[key] = self
             _plans.move_to_end(key)
