@@ -23,9 +23,9 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -37,6 +37,8 @@ from talaria.tools.environments.base import EnvWorkspace, open_environment
 from talaria.tools.environments.spec import resolve
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.state import ToolState
+
+T = TypeVar("T")
 
 RUNS = 40
 BATCH_TASKS = 20
@@ -59,26 +61,32 @@ async def _median_run(ws: EnvWorkspace, project: Path) -> float:
     return statistics.median(times) * 1000
 
 
-def env_command_overhead() -> Iterator[dict[str, Any]]:
-    why = env_image.missing() or env_sshd.missing()
-    if why:
-        yield {"metric": "skipped", "why": why}
-        return
+def _measure_each(tag: str, measure: Callable[[EnvWorkspace, Path], Awaitable[T]]
+                  ) -> Iterator[tuple[str, T]]:
+    """`measure(workspace, project)` on local, docker (the test image) and ssh (a throwaway
+    sshd), each in a workspace of its own over one project: (name, result) in that order."""
     image = env_image.ensure_image()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         project = root / "project"
         project.mkdir()
         with env_sshd.Sshd(root / "sshd") as server:
-            tables = {"docker": {"image": image},
-                      "ssh": server.table(workdir=root / "remote")}
-            medians = {}
+            tables = {"docker": {"image": image}, "ssh": server.table(workdir=root / "remote")}
             for name in ("local", "docker", "ssh"):
-                ws = _workspace(name, tables, project, f"bench-{name}")
+                ws = _workspace(name, tables, project, f"{tag}-{name}")
                 try:
-                    medians[name] = anyio.run(_median_run, ws, project)
+                    result = anyio.run(measure, ws, project)
                 finally:
                     ws.close()
+                yield name, result
+
+
+def env_command_overhead() -> Iterator[dict[str, Any]]:
+    why = env_image.missing() or env_sshd.missing()
+    if why:
+        yield {"metric": "skipped", "why": why}
+        return
+    medians = dict(_measure_each("bench", _median_run))
     for name, target in (("docker", 60.0), ("ssh", 30.0)):
         overhead = medians[name] - medians["local"]
         yield {"metric": f"{name}_command_overhead_ms", "median_ms": round(medians[name], 2),
@@ -212,23 +220,11 @@ def env_cancel() -> Iterator[dict[str, Any]]:
     if why:
         yield {"metric": "skipped", "why": why}
         return
-    image = env_image.ensure_image()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        project = root / "project"
-        project.mkdir()
-        with env_sshd.Sshd(root / "sshd") as server:
-            tables = {"docker": {"image": image}, "ssh": server.table(workdir=root / "remote")}
-            for name in ("local", "docker", "ssh"):
-                ws = _workspace(name, tables, project, f"bench-cancel-{name}")
-                try:
-                    samples = anyio.run(_cancels, ws, project)
-                finally:
-                    ws.close()
-                yield {"metric": f"{name}_command_cancel_ms",
-                       "median_ms": round(statistics.median(samples) * 1e3, 1),
-                       "p95_ms": round(statistics.quantiles(samples, n=20)[18] * 1e3, 1),
-                       "max_ms": round(max(samples) * 1e3, 1), "runs": CANCEL_RUNS}
+    for name, samples in _measure_each("bench-cancel", _cancels):
+        yield {"metric": f"{name}_command_cancel_ms",
+               "median_ms": round(statistics.median(samples) * 1e3, 1),
+               "p95_ms": round(statistics.quantiles(samples, n=20)[18] * 1e3, 1),
+               "max_ms": round(max(samples) * 1e3, 1), "runs": CANCEL_RUNS}
 
 
 BENCHMARKS = {"env_command_overhead": env_command_overhead,
