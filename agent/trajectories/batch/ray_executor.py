@@ -109,7 +109,9 @@ class RayExecutor:
         self._actor_class = remote(num_cpus=0, max_restarts=0, max_concurrency=self.slots,
                                    scheduling_strategy="SPREAD")(BatchActor)
         reused = await self._alive(_PARKED.pop(self.slots, [])) if not self._started_here else []
-        started = reused + [self._place(i).remote() for i in range(actors - len(reused))]
+        nodes = sorted(n["NodeID"] for n in ray.nodes()
+                       if n.get("Alive") and n.get("Resources", {}).get("CPU"))
+        started = reused + [self._place(nodes, i).remote() for i in range(actors - len(reused))]
         try:  # every actor up (its imports done) before the first job: the start, counted once
             await anyio.to_thread.run_sync(lambda: ray.get(
                 [a.node.remote() for a in started], timeout=ACTOR_START_TIMEOUT_S))
@@ -118,14 +120,12 @@ class RayExecutor:
         self._free = dict.fromkeys(started, self.slots)
         return self
 
-    def _place(self, index: int) -> Any:
-        """The `index`-th first actor, on the nodes with CPUs in turn (SPREAD alone may put
-        them all on one node while another is still reporting in); soft: anywhere if that
+    def _place(self, nodes: list[str], index: int) -> Any:
+        """The `index`-th first actor, on `nodes` (those with CPUs) in turn (SPREAD alone may
+        put them all on one node while another is still reporting in); soft: anywhere if that
         node is gone."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        nodes = sorted(n["NodeID"] for n in self._ray.nodes()
-                       if n.get("Alive") and n.get("Resources", {}).get("CPU"))
         if not nodes:
             return self._actor_class
         node = nodes[index % len(nodes)]
