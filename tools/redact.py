@@ -119,8 +119,10 @@ _URL_CREDENTIALS = re.compile(
 _QUOTED = re.compile(r"(" + _Q + r"?" + _B + _NAME + _E + r"(?:" + _Q + r")?"
                      r"\s*(?:=>|:=|=|:)\s*)(" + _Q + r")((?:(?!\2).)+)(?=\2)")
 # NAME=value, NAME: value, --NAME value (the value is judged by `_named`).
+# Only `--NAME` takes a space for a separator (the conditional): "PASSWORD A_KEY=..." is prose
+# before a named value, and a match that took "A_KEY=..." for the value would hide it.
 _UNQUOTED = re.compile(
-    r"((?:--)?" + _B + _NAME + _E + r")(\s*(?:=>|:=|=|:)\s*|\s+)"
+    r"((--)?" + _B + _NAME + _E + r")(\s*(?:=>|:=|=|:)\s*|(?(2)\s+|(?!)))"
     r"([^" + _VALUE_END + r"=:][^" + _VALUE_END + r"]*)")
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{" + str(ENTROPY_MIN_CHARS) + r",}={0,2}")
 
@@ -184,9 +186,7 @@ def _placeholder(value: str) -> bool:
 
 
 def _unquoted(match: re.Match[str]) -> str:
-    name, separator, value = match[1], match[2], match[3]
-    if not separator.strip() and not name.startswith("--"):
-        return match[0]  # "the token expires": prose; only `--token VALUE` takes a space
+    name, separator, value = match[1], match[3], match[4]
     following = match.string[match.end():match.end() + 1]
     if (MARK in value or following in ("(", "[") or _REFERENCE.match(value)
             or _IDENTIFIER.match(value) or _PATH.match(value) or _placeholder(value)):

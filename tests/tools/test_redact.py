@@ -33,6 +33,11 @@ SECRETS = [
     ("STRIPE_SECRET = \"rk_live_51H\"", "rk_live_51H", "STRIPE_SECRET = \""),
     ('{"api_key": "live-123-abc", "name": "x"}', "live-123-abc", '"name": "x"'),
     ("password: 'correct horse battery'", "correct horse", "password: '"),
+    # A secret-like word in the prose right before a named value (CI's seed found the first):
+    # the word is no name of the value, and must not swallow it.
+    ("PASSWORD A_KEY=00000000 ", "00000000", "PASSWORD A_KEY="),
+    ("the token  db_password: hunter22", "hunter22", "the token  db_password: "),
+    ("set --token abc123def via SECRET=zz99zz99", "zz99zz99", "--token [REDACTED] via SECRET="),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq1w2e3r4\n-----END RSA PRIVATE KEY-----\nafter",
      "MIIEowIBAAKCAQEA7", "-----END RSA PRIVATE KEY-----\nafter"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAEbm9uZQ",  # cut short
