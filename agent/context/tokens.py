@@ -45,6 +45,9 @@ the event loop, which would hold up cancellation and every other session."""
 MESSAGE_OVERHEAD = 4
 CACHE_MIN_CHARS = 16
 """Shorter texts are counted each time: cheaper than a cache entry."""
+ESTIMATE_BYTES_PER_TOKEN = 3
+"""`estimate`'s bytes per token for a text never counted: cl100k's ratio on tool output and
+code is ~3-3.5 (prose ~4.5), so the estimate errs high on most of what compaction drops."""
 CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
@@ -103,8 +106,24 @@ def bound(text: str) -> int:
     """An upper bound on `count(text)` that never builds the tokenizer: the count itself when
     it is cached, else the text's UTF-8 bytes (cl100k is a byte-level BPE: every token is at
     least one byte; the estimates `count` falls back to are a quarter of that)."""
-    if len(text) >= CACHE_MIN_CHARS and (found := _counts.get((hash(text), len(text)))) is not None:
-        return found
+    found = _cached(text)
+    return _bytes(text) if found is None else found
+
+
+def estimate(text: str) -> int:
+    """`count(text)` if this text was counted before, else an estimate from its UTF-8 bytes
+    (`ESTIMATE_BYTES_PER_TOKEN`): never builds the tokenizer, never counts. For figures that
+    need no exact count (compaction's budgets and totals); an estimate may undercount, so
+    never for a decision that the window holds a request (`count`, or `bound` on the loop)."""
+    found = _cached(text)
+    return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN) if found is None else found
+
+
+def _cached(text: str) -> int | None:
+    return _counts.get((hash(text), len(text))) if len(text) >= CACHE_MIN_CHARS else None
+
+
+def _bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -137,6 +156,13 @@ def count_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
 def bound_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
     """An upper bound on `count_messages` (`bound` for each text): for the event loop."""
     return _total(messages, tools, bound)
+
+
+def estimate_messages(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> int:
+    """`count_messages` where the texts were counted before, `estimate` for the rest."""
+    return _total(messages, tools, estimate)
 
 
 def _total(
