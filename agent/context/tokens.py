@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,8 @@ EXACT_LIMIT = 400_000
 the event loop, which would hold up cancellation and every other session."""
 # Per-message framing overhead of chat formats (role markers, separators).
 MESSAGE_OVERHEAD = 4
+IMAGE_TOKENS = 1000
+"""An image in a message: a flat estimate of a mid-size image."""
 CACHE_MIN_CHARS = 16
 """Shorter texts are counted each time: cheaper than a cache entry."""
 ESTIMATE_BYTES_PER_TOKEN = 3
@@ -165,23 +167,38 @@ def estimate_messages(
     return _total(messages, tools, estimate)
 
 
+def fingerprint(messages: list[dict[str, Any]], into: Any) -> None:
+    """Feed hashlib object `into` all that `count_messages(messages)` depends on: equal digests
+    of two lists of messages mean equal counts (`live.Counted`, a count kept with a session)."""
+    for message in messages:
+        into.update(b"\x00m")
+        for text in _texts(message):
+            data = b"\x00i" if text is None else text.encode("utf-8", "surrogatepass")
+            into.update(len(data).to_bytes(8, "big"))
+            into.update(data)
+
+
 def _total(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, counter: Callable[[str], int]
 ) -> int:
     total = 0
     for message in messages:
         total += MESSAGE_OVERHEAD
-        content = message.get("content")
-        if isinstance(content, str):
-            total += counter(content)
-        elif isinstance(content, list):
-            for part in content:
-                if part.get("type") == "text":
-                    total += counter(part.get("text", ""))
-                else:  # images: a flat estimate of a mid-size image
-                    total += 1000
-        for call in message.get("tool_calls") or ():
-            total += counter(call.get("name", "")) + counter(call.get("arguments", ""))
+        for text in _texts(message):
+            total += IMAGE_TOKENS if text is None else counter(text)
     if tools:
         total += counter(json.dumps(tools, separators=(",", ":")))
     return total
+
+
+def _texts(message: dict[str, Any]) -> Iterator[str | None]:
+    """The texts of `message` a request carries, in order; None for an image."""
+    content = message.get("content")
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            yield part.get("text", "") if part.get("type") == "text" else None
+    for call in message.get("tool_calls") or ():
+        yield call.get("name", "")
+        yield call.get("arguments", "")

@@ -41,6 +41,7 @@ from talaria.agent.host.parts import (
     RootsInUse,
     closer,
     import_once,
+    loaded,
     queued,
     stored_model,
 )
@@ -192,9 +193,7 @@ class SessionHost:
         record = self.store.get_session(session_id)
         if record is None:
             raise NoSuchSession(session_id, saved=True)
-        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
-        history = await anyio.to_thread.run_sync(
-            lambda: self.store.messages(session_id, include_archived=False))
+        history, counted = await anyio.to_thread.run_sync(loaded, self.store, session_id, record.meta)
         if (open_session := self._reopened(session_id, additional_dirs)) is not None:
             return open_session  # opened by another request meanwhile
         if session_id in self.sessions:
@@ -205,7 +204,7 @@ class SessionHost:
         opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
                           title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          spend=record.meta.get("spend"), prestart=self._at_opening)
+                          spend=record.meta.get("spend"), counted=counted, prestart=self._at_opening)
         session = await self._open(opening, model=stored_model(record.model))
         if moved:  # its system prompt names the old ones: the model is told
             session.append({"role": "user", "content": roots_note(additional_dirs),
