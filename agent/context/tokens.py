@@ -5,9 +5,10 @@ tiktoken downloads its encodings on first use, which fails offline. Talaria ship
 if tiktoken itself is unavailable, `count` falls back to an estimate of one token per four
 UTF-8 bytes, which over-counts English slightly and is safe for budgeting.
 
-Counts are cached by text: compaction sizes the same texts several times. Counting a
+Counts are cached by text: the loop sizes the same texts at every call. Counting a
 200K-token session with tiktoken takes ~90 ms; a cached one ~1 ms. The cache holds no text,
-only (hash, length) -> count, so it pins no memory of dropped messages.
+only (hash, length) -> count, so it pins no memory of dropped messages. Compaction counts
+nothing: `estimate` takes the cached count, else a third of the UTF-8 bytes.
 
 On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
 tokenizer. The loop sizes the context with the bound before every model call; only when the
