@@ -101,8 +101,8 @@ def _digest() -> Any:
 class LiveContext:
     """The messages sent to the model (the store keeps the whole transcript)."""
 
-    __slots__ = ("_messages", "_generation", "_bound", "_exact", "_stalled", "last_usage",
-                 "on_counted")
+    __slots__ = ("_messages", "_generation", "_bound", "_exact", "_stalled", "_counting",
+                 "last_usage", "on_counted")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = list(messages)
@@ -110,6 +110,7 @@ class LiveContext:
         self._bound: _Total | None = None
         self._exact: _Total | None = None
         self._stalled: tuple[int, int] | None = None
+        self._counting: anyio.Event | None = None
         self.last_usage = 0
         """Context tokens in use after the last model call, as the provider reported them."""
         self.on_counted: Callable[[Counted], None] | None = None
@@ -165,16 +166,31 @@ class LiveContext:
         """The context's exact tokens with `tools`, counted off the event loop; only what was
         appended since the last exact count is counted (a long session would otherwise count
         thousands of messages per model call). The counts are cached, so the bound is then
-        exact too."""
-        start, before = self._resume(self._exact)
-        generation, new = self._generation, self._messages[start:]
-        digest = self._exact.digest if self._exact is not None and start else None
-        counted, tool_tokens, fed = await anyio.to_thread.run_sync(_count, new, tools, digest)
+        exact too. A count under way (`count_ahead`'s) is waited for, not repeated."""
+        while self._counting is not None:
+            await self._counting.wait()
+        self._counting = counting = anyio.Event()
+        try:
+            start, before = self._resume(self._exact)
+            generation, new = self._generation, self._messages[start:]
+            digest = self._exact.digest if self._exact is not None and start else None
+            counted, tool_tokens, fed = await anyio.to_thread.run_sync(_count, new, tools, digest)
+        finally:
+            self._counting = None
+            counting.set()
         if generation == self._generation and new:  # else: replaced while counting, or no news
             self._exact = self._bound = _Total(generation, start + len(new), before + counted, fed)
             if self.on_counted is not None:
                 self.on_counted(Counted(start + len(new), before + counted, fed.hexdigest()))
         return before + counted + tool_tokens
+
+    async def count_ahead(self, tools: list[dict[str, Any]], threshold: float) -> None:
+        """Before a loaded session's first prompt (`SessionHost.warm`): if the bound reaches
+        `threshold` tokens already, that prompt's automatic compaction would first wait for an
+        exact count of it all (1M tokens: ~0.3 s, and the token child's start); it is made
+        now, while the user reads and types. A kept count (`Counted`) leaves nothing to count."""
+        if self.bound(tools) >= threshold:
+            await self.exact(tools)
 
     def resume(self, resumed: Resumed | None) -> None:
         """Take a kept exact count of the first messages (`resumed` checked that they are the

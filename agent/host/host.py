@@ -150,7 +150,7 @@ class SessionHost:
     async def warm(self, session: Session) -> None:
         """What the first prompt would otherwise wait for, once the door's answer to an opening
         is out: the model's SDK (in a worker thread, started first: the longest, 0.4-0.6 s),
-        the session's kernel and checkpoints (`warm_after_answer`), the turn's modules."""
+        the kernel and checkpoints (`warm_after_answer`), the turn's modules, the token count."""
         async def sdk() -> None:
             try:
                 await session.provider.warm()
@@ -163,6 +163,8 @@ class SessionHost:
             if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
                 prestart(session)
             tg.start_soon(self.load_turn_modules)
+            tg.start_soon(session.context.count_ahead, session.tool_definitions(),
+                          session.context_window * session.compact_threshold)
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,

@@ -170,6 +170,28 @@ def test_a_kept_count_spares_a_loaded_context_the_count(counted: list[int]) -> N
     assert kept[-1].messages == 7 and resumed(list(loaded.messages), kept[-1].to_json())
 
 
+def test_counting_ahead_counts_once_and_only_over_the_threshold(counted: list[int]) -> None:
+    """A loaded session (nothing cached) is counted ahead of its first prompt only when its
+    bound reaches the threshold; the prompt's exact count, made meanwhile, waits for that one
+    and counts nothing again."""
+    live = LiveContext([SYSTEM, *(_user(i) for i in range(6))])
+    tokens.clear_cache()
+    anyio.run(live.count_ahead, TOOLS, live.bound(TOOLS) + 1)
+    assert counted == [7], "the bound only: below the threshold nothing is counted"
+
+    async def ahead_and_prompt() -> tuple[int, int]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(live.count_ahead, TOOLS, 1.0)
+            await anyio.sleep(0)  # the prompt comes while that count runs
+            first = await live.exact(TOOLS)
+        return first, await live.exact(TOOLS)
+
+    counted.clear()
+    assert anyio.run(ahead_and_prompt) == (_whole(live)[1],) * 2
+    assert counted.count(7) == 3, counted  # the one exact count, then _whole's bound and count
+    assert live.bound(TOOLS) == _whole(live)[1]
+
+
 @pytest.mark.parametrize("change", ["text", "image", "call", "fewer"])
 def test_a_kept_count_of_other_texts_is_not_taken(change: str) -> None:
     messages = [SYSTEM, _user(1), {"role": "user", "content": [{"type": "text", "text": "see"}]},
