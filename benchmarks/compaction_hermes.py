@@ -13,7 +13,10 @@ same text), so the times are everything but the model.
                            check of the count kept with it to the compacted context (the loop's
                            size, exact count, compaction; the store's snapshot write is not
                            timed, nor Hermes' database); `talaria_loaded_uncounted_ms`: the same
-                           session saved with no count kept (never counted exactly before).
+                           session saved with no count kept (by an older Talaria, or never over
+                           the threshold before), its first prompt sent at once: later, the
+                           count `SessionHost.warm` makes ahead (`LiveContext.count_ahead`)
+                           leaves that prompt what `talaria_loaded_ms` times.
                            The share of tokens each removes (cl100k, both results counted the
                            same way); whether the head (system prompt, first task) and the
                            pending ask came through word for word, and how many of the last
