@@ -16,7 +16,7 @@ same text), so the times are everything but the model.
                            session saved with no count kept (by an older Talaria, or never over
                            the threshold before), its first prompt sent at once: later, the
                            count `SessionHost.warm` makes ahead (`LiveContext.count_ahead`)
-                           leaves that prompt what `talaria_loaded_ms` times.
+                           leaves that prompt what `talaria_loaded_uncounted_ahead_ms` times.
                            The share of tokens each removes (cl100k, both results counted the
                            same way); whether the head (system prompt, first task) and the
                            pending ask came through word for word, and how many of the last
@@ -147,8 +147,10 @@ def _one_size(size: int, driver: hermes.HermesProcess | None) -> dict[str, Any]:
         out[f"{name}_removed"] = round(1 - tokens.count_messages(result) / before, 3)
         out[f"{name}_protected"] = protected(session, result)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, kept in (("talaria_loaded", True), ("talaria_loaded_uncounted", False)):
-            samples, loaded, result = anyio.run(_time_loaded, session, window, kept,
+        for name, kept, ahead in (("talaria_loaded", True, False),
+                                  ("talaria_loaded_uncounted", False, False),
+                                  ("talaria_loaded_uncounted_ahead", False, True)):
+            samples, loaded, result = anyio.run(_time_loaded, session, window, kept, ahead,
                                                 Path(tmp) / name)
             out[f"{name}_ms"] = round(statistics.median(samples) * 1000, 1)
             # Its own system prompt (the session's), the same transcript after it.
@@ -183,11 +185,12 @@ async def _time_talaria(session: list[dict[str, Any]], window: int, force: bool,
 
 
 async def _time_loaded(
-    messages: list[Message], window: int, kept: bool, root: Path
+    messages: list[Message], window: int, kept: bool, ahead: bool, root: Path
 ) -> tuple[list[float], list[Message], list[Message]]:
     """A session saved by an earlier process (its exact count kept when `kept`), loaded from
     its store and compacted on its first turn, as `compact_if_needed` does over the threshold
-    (a summary forced, as Hermes always makes one)."""
+    (a summary forced, as Hermes always makes one). `ahead`: the count `SessionHost.warm`
+    makes before the first prompt is not timed (the user's reading and typing)."""
     from talaria.agent.config import load_config
     from talaria.agent.door import LocalDoor
     from talaria.agent.providers.factory import create_retrying_provider
@@ -219,6 +222,10 @@ async def _time_loaded(
         session.context.replace(history)  # new_session's
         session.context.resume(counted)
         tools = session.tool_definitions()
+        if ahead:
+            restored = time.perf_counter() - started
+            await session.context.count_ahead(tools, window * session.compact_threshold)
+            started = time.perf_counter() - restored
         session.context.used(tools)
         await session.context.exact(tools)
         await compact_session(session, force_summary=True, reason="auto")
