@@ -10,9 +10,10 @@ same text), so the times are everything but the model.
                            that may stop after stage 1 (`talaria_stage1_*`, no model call);
                            `talaria_loaded_ms`: a session loaded from its SQLite store (a new
                            process: nothing cached) and compacted on its first turn, from the
-                           check of the count kept with it to the compacted context (the loop's
-                           size, exact count, compaction; the store's snapshot write is not
-                           timed, nor Hermes' database); `talaria_loaded_uncounted_ms`: the same
+                           check of the count kept with it to the model call's answer room
+                           (the loop's size, exact count, compaction, `answer_room`; the
+                           store's snapshot write is not timed, nor Hermes' database);
+                           `talaria_loaded_uncounted_ms`: the same
                            session saved with no count kept (by an older Talaria, or never over
                            the threshold before), its first prompt sent at once: later, the
                            count `SessionHost.warm` makes ahead (`LiveContext.count_ahead`)
@@ -39,6 +40,7 @@ from benchmarks.compaction import InstantSummarizer, count_as_the_loop_does
 from benchmarks.synthetic import tool_heavy_session
 from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact, compact_session
+from talaria.agent.context.fit import answer_room
 from talaria.agent.context.live import COUNTED_META, resumed
 from talaria.agent.transcript import Message
 
@@ -229,6 +231,7 @@ async def _time_loaded(
         session.context.used(tools)
         await session.context.exact(tools)
         await compact_session(session, force_summary=True, reason="auto")
+        await answer_room(session, session.context.used(tools))  # the loop's, before the call
         samples.append(time.perf_counter() - started)
     store.close()
     return samples, history, list(session.messages)
