@@ -171,11 +171,14 @@ def estimate_messages(
 def fingerprint(messages: list[dict[str, Any]], into: Any) -> None:
     """Feed hashlib object `into` all that `count_messages(messages)` depends on: equal digests
     of two lists of messages mean equal counts (`live.Counted`, a count kept with a session)."""
-    for message in messages:
-        into.update(b"\x00m")
+    for message in messages:  # a tag per item, texts length-prefixed: no two lists feed alike
+        into.update(b"m")
         for text in _texts(message):
-            data = b"\x00i" if text is None else text.encode("utf-8", "surrogatepass")
-            into.update(len(data).to_bytes(8, "big"))
+            if text is None:
+                into.update(b"i")
+                continue
+            data = text.encode("utf-8", "surrogatepass")
+            into.update(b"t" + len(data).to_bytes(8, "big"))
             into.update(data)
 
 

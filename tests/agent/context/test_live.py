@@ -192,7 +192,7 @@ def test_counting_ahead_counts_once_and_only_over_the_threshold(counted: list[in
     assert live.bound(TOOLS) == _whole(live)[1]
 
 
-@pytest.mark.parametrize("change", ["text", "image", "call", "fewer"])
+@pytest.mark.parametrize("change", ["text", "image", "image as text", "call", "fewer"])
 def test_a_kept_count_of_other_texts_is_not_taken(change: str) -> None:
     messages = [SYSTEM, _user(1), {"role": "user", "content": [{"type": "text", "text": "see"}]},
                 {"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": "{}"}]}]
@@ -205,6 +205,13 @@ def test_a_kept_count_of_other_texts_is_not_taken(change: str) -> None:
         other[1]["content"] += "!"
     elif change == "image":
         other[2]["content"] = [{"type": "text", "text": "see"}, {"type": "image", "data": "AA"}]
+    elif change == "image as text":  # what an image feeds the digest, as a text
+        messages = [*messages[:2], {"role": "user", "content": [{"type": "image", "data": "A"}]}]
+        other = [*messages[:2], {"role": "user", "content": [{"type": "text", "text": "\x00i"}]}]
+        live = LiveContext(messages)
+        live.on_counted = kept.append
+        anyio.run(live.exact, TOOLS)
+        saved = kept[-1].to_json()
     elif change == "call":
         other[3]["tool_calls"] = [{"name": "g", "arguments": "{}"}]
     else:
