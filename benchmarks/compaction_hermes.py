@@ -13,11 +13,11 @@ same text), so the times are everything but the model.
                            check of the count kept with it to the model call's answer room
                            (the loop's size, exact count, compaction, `answer_room`; the
                            store's snapshot write is not timed, nor Hermes' database);
-                           `talaria_loaded_uncounted_ms`: the same
-                           session saved with no count kept (by an older Talaria, or never over
-                           the threshold before), its first prompt sent at once: later, the
-                           count `SessionHost.warm` makes ahead (`LiveContext.count_ahead`)
-                           leaves that prompt what `talaria_loaded_uncounted_ahead_ms` times.
+                           `talaria_loaded_uncounted_ms`: the same session saved with no count
+                           kept (by an older Talaria, or never over the threshold before), its
+                           first prompt sent at once; a prompt that comes later finds the count
+                           `SessionHost.warm` makes ahead (`LiveContext.count_ahead`) done:
+                           `talaria_loaded_uncounted_ahead_ms`.
                            The share of tokens each removes (cl100k, both results counted the
                            same way); whether the head (system prompt, first task) and the
                            pending ask came through word for word, and how many of the last
