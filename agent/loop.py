@@ -85,7 +85,8 @@ async def _steps(session: Session, emit: Emit) -> str:
         for notice in session.tool_notices():  # an MCP server failed or came back
             await emit(Notice(notice, "warning"))
         used = session.context.used(session.tool_definitions())
-        await compact_if_needed(session, used)
+        if await compact_if_needed(session, used) is not None:  # sized again: the room it left
+            used = session.context.used(session.tool_definitions())
         room = await answer_room(session, used)
         try:
             message, calls, finish = await query(session, emit, room)

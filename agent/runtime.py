@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from talaria.agent import vision
 from talaria.agent.config import Config
+from talaria.agent.context.live import COUNTED_META, Resumed
 from talaria.agent.door import FrontDoor
 from talaria.agent.events import Notice
 from talaria.agent.permissions import Permissions
@@ -115,6 +116,8 @@ class Opening:
     """When set, the only tools a call may dispatch to (`Session.allowed_tools`)."""
     spend: dict[str, Any] | None = None
     """A stored session's spend so far (`pricing.Spend.to_json`, kept in its record's meta)."""
+    counted: Resumed | None = None
+    """A stored session's kept token count, checked against `history` (`live.resumed`)."""
     prestart: bool = False
     """`prestart` the session as it opens (call on the event loop's thread); an editor's door
     does it once its answer is out instead (`SessionHost.warm`)."""
@@ -192,8 +195,12 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     attach_learning(session, config)
     if opening.prestart:
         prestart(session)
+    if store is not None:  # each exact count is kept: a loaded session goes on from it
+        session.context.on_counted = lambda counted: store.update_session(
+            session.id, meta={COUNTED_META: counted.to_json()})
     if opening.history is not None:
         session.context.replace(opening.history)
+        session.context.resume(opening.counted)
         for message in dangling_results(session.messages):
             session.append(message)  # a crash mid-tool: the call gets an honest result
         return session

@@ -8,7 +8,17 @@ same text), so the times are everything but the model.
                            that summarises (`talaria_ms`, the tokens counted as the loop
                            leaves them; `talaria_cold_ms`, nothing counted before) and of one
                            that may stop after stage 1 (`talaria_stage1_*`, no model call);
-                           the share of tokens each removes (cl100k, both results counted the
+                           `talaria_loaded_ms`: a session loaded from its SQLite store (a new
+                           process: nothing cached) and compacted on its first turn, from the
+                           check of the count kept with it to the model call's answer room
+                           (the loop's size, exact count, compaction, `answer_room`; the
+                           store's snapshot write is not timed, nor Hermes' database);
+                           `talaria_loaded_uncounted_ms`: the same session saved with no count
+                           kept (by an older Talaria, or never over the threshold before), its
+                           first prompt sent at once; a prompt that comes later finds the count
+                           `SessionHost.warm` makes ahead (`LiveContext.count_ahead`) done:
+                           `talaria_loaded_uncounted_ahead_ms`.
+                           The share of tokens each removes (cl100k, both results counted the
                            same way); whether the head (system prompt, first task) and the
                            pending ask came through word for word, and how many of the last
                            messages did. Targets (issue 29): time ≤ Hermes', share ≥ Hermes'.
@@ -17,8 +27,10 @@ same text), so the times are everything but the model.
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,7 +39,10 @@ from benchmarks import hermes
 from benchmarks.compaction import InstantSummarizer, count_as_the_loop_does
 from benchmarks.synthetic import tool_heavy_session
 from talaria.agent.context import tokens
-from talaria.agent.context.compaction import compact
+from talaria.agent.context.compaction import compact, compact_session
+from talaria.agent.context.fit import answer_room
+from talaria.agent.context.live import COUNTED_META, resumed
+from talaria.agent.transcript import Message
 
 SIZES = (67_000, 200_000, 1_000_000)
 RUNS = 7
@@ -131,9 +146,19 @@ def _one_size(size: int, driver: hermes.HermesProcess | None) -> dict[str, Any]:
                               ("talaria_stage1", False, False)):
         samples, result = anyio.run(_time_talaria, session, window, force, cold)
         out[f"{name}_ms"] = round(statistics.median(samples) * 1000, 1)
-        if not cold:
-            out[f"{name}_removed"] = round(1 - tokens.count_messages(result) / before, 3)
-            out[f"{name}_protected"] = protected(session, result)
+        out[f"{name}_removed"] = round(1 - tokens.count_messages(result) / before, 3)
+        out[f"{name}_protected"] = protected(session, result)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kept, ahead in (("talaria_loaded", True, False),
+                                  ("talaria_loaded_uncounted", False, False),
+                                  ("talaria_loaded_uncounted_ahead", False, True)):
+            samples, loaded, result = anyio.run(_time_loaded, session, window, kept, ahead,
+                                                Path(tmp) / name)
+            out[f"{name}_ms"] = round(statistics.median(samples) * 1000, 1)
+            # Its own system prompt (the session's), the same transcript after it.
+            out[f"{name}_removed"] = round(
+                1 - tokens.count_messages(result) / tokens.count_messages(loaded), 3)
+            out[f"{name}_protected"] = protected(loaded, result)
     if driver is not None:
         driver.call("hold", messages=[to_openai(m) for m in session])
         answer = driver.call("compress", window=window, runs=RUNS)
@@ -159,6 +184,57 @@ async def _time_talaria(session: list[dict[str, Any]], window: int, force: bool,
         samples.append(time.perf_counter() - started)
         result = done.messages
     return samples, result
+
+
+async def _time_loaded(
+    messages: list[Message], window: int, kept: bool, ahead: bool, root: Path
+) -> tuple[list[float], list[Message], list[Message]]:
+    """A session saved by an earlier process (its exact count kept when `kept`), loaded from
+    its store and compacted on its first turn, as `compact_if_needed` does over the threshold
+    (a summary forced, as Hermes always makes one). `ahead`: the count `SessionHost.warm`
+    makes before the first prompt is not timed (the user's reading and typing)."""
+    from talaria.agent.config import load_config
+    from talaria.agent.door import LocalDoor
+    from talaria.agent.providers.factory import create_retrying_provider
+    from talaria.agent.runtime import Opening, new_session
+    from talaria.agent.store import Store
+    from talaria.tools.local.workspace import LocalWorkspace
+
+    root.mkdir()
+    env = {"TALARIA_HOME": str(root), "OPENAI_API_KEY": "sk-bench"}
+    config = load_config({"model": "openai:bench"}, env=env)
+    provider = create_retrying_provider("openai:bench", [], env=env)  # never called
+    store = Store(root / "sessions.db")
+    session = new_session(config, Opening(root, mode="bypass"), door=LocalDoor(LocalWorkspace(root)),
+                          provider=provider, store=store)
+    for message in messages[1:]:  # the transcript, as the earlier process committed it
+        store.append(session.id, message)
+    session.context.replace([*session.messages, *messages[1:]])
+    if kept:  # that process counted it exactly (the loop, near the threshold)
+        await session.context.exact(session.tool_definitions())
+    session.store = None  # the snapshot's write is not timed (nor is Hermes' database)
+    history = store.messages(session.id, include_archived=False)
+    meta = store.get_session(session.id).meta  # type: ignore[union-attr]
+    session.context_window, session.summarizer = window, InstantSummarizer()
+    samples: list[float] = []
+    for _ in range(RUNS):
+        tokens.clear_cache()  # a new process
+        started = time.perf_counter()
+        counted = resumed(history, meta.get(COUNTED_META))  # SessionHost.restore's check
+        session.context.replace(history)  # new_session's
+        session.context.resume(counted)
+        tools = session.tool_definitions()
+        if ahead:
+            restored = time.perf_counter() - started
+            await session.context.count_ahead(tools, window * session.compact_threshold)
+            started = time.perf_counter() - restored
+        session.context.used(tools)
+        await session.context.exact(tools)
+        await compact_session(session, force_summary=True, reason="auto")
+        await answer_room(session, session.context.used(tools))  # the loop's, before the call
+        samples.append(time.perf_counter() - started)
+    store.close()
+    return samples, history, list(session.messages)
 
 
 BENCHMARKS = {"compaction_vs_hermes": compaction_vs_hermes}

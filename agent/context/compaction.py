@@ -14,7 +14,10 @@ any pending question (a turn cut short keeps its question and what it did since)
 follows a handoff template and is marked as reference material; a later compaction updates the
 previous summary instead of summarising a summary. If the summary call fails, a deterministic
 summary built from the transcript stands in, marked as such. A compaction that does not shrink
-the context by `MIN_REDUCTION` is reported, not retried in a loop. Nothing is deleted: the store
+the context by `MIN_REDUCTION` is reported, not retried in a loop. Its budgets and totals take
+the counts already made (the loop counts exactly before an automatic compaction) and estimate
+the rest (`tokens.estimate`): counting a 1M-token session it has never counted would take
+~0.3 s of tokenizer for figures no decision on the window rests on. Nothing is deleted: the store
 keeps every message; the compacted context is saved as a snapshot beside it.
 """
 
@@ -87,6 +90,7 @@ def new_compaction_id() -> str:
 class Compaction:
     messages: list[Message]
     before: int
+    """Tokens before and after: exact where the texts were counted, else estimated."""
     after: int
     stage: int
     summary: str | None = None
@@ -99,10 +103,6 @@ class Compaction:
     @property
     def progress(self) -> bool:
         return self.after < self.before * (1 - MIN_REDUCTION)
-
-
-def count(messages: list[Message], tools: list[dict[str, Any]]) -> int:
-    return tokens.count_messages(messages, tools)
 
 
 def boundaries(
@@ -131,7 +131,7 @@ def recent_start(messages: list[Message], floor: int, budget: int) -> int:
     back to `floor`), never on a tool result: the assistant message stays with its results."""
     start, used = len(messages), 0
     while start > floor:
-        cost = tokens.count_messages([messages[start - 1]])
+        cost = tokens.estimate_messages([messages[start - 1]])
         if used + cost > budget and start < len(messages):
             break
         used += cost
@@ -205,9 +205,9 @@ async def compact(
     """`on_text`: each piece of the summary as a model writes it (`ProviderSummarizer`);
     `compaction_id`: the result's id (default: a new one), known to `on_text`'s receiver."""
     ident = compaction_id or new_compaction_id()
-    # Counting (the tokenizer's first build too), stage 1 and the transcript for the summary
-    # are CPU work over the whole context, tens of ms for a 1 MB message: a worker thread, so
-    # that the event loop goes on serving other requests (issue 9).
+    # Stage 1 and the transcript for the summary are CPU work over the whole context, tens of
+    # ms for a 1 MB message: a worker thread, so that the event loop goes on serving other
+    # requests (issue 9).
     before, head, tail, reduced, after = await anyio.to_thread.run_sync(
         _stage1, messages, window, tools, between_turns)
     if not force_summary and after <= window * TARGET_SHARE:
@@ -242,9 +242,7 @@ async def compact(
         f"{SUMMARY_MARK} Reference material: a summary of the earlier part of this session "
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
     new = reduced[:head] + [plain(note)] + reduced[tail:]
-    # Counted in a worker thread, short texts too: exact counts may go to a child process.
-    after += await anyio.to_thread.run_sync(
-        lambda: tokens.count_messages([plain(note)]) - tokens.count_messages(middle))
+    after += tokens.estimate_messages([plain(note)]) - tokens.estimate_messages(middle)
     return Compaction(new, before, after, stage=2, summary=summary,
                       fallback=fallback, error=error, dropped=(head, tail), id=ident)
 
@@ -253,13 +251,13 @@ def _stage1(
     messages: list[Message], window: int, tools: list[dict[str, Any]], between_turns: bool
 ) -> tuple[int, int, int, list[Message], int]:
     """(before, head, tail, reduced, after) of stage 1 (see `cuts`)."""
-    before = count(messages, tools)
+    before = tokens.estimate_messages(messages, tools)
     head, tail, verbatim = cuts(messages, window, between_turns=between_turns)
     reduced = stage1(messages, head, verbatim)
-    # Totals by difference: only the messages stage 1 replaced are counted again.
+    # Totals by difference: only the messages stage 1 replaced are sized again.
     changed = [i for i in range(head, verbatim) if reduced[i] is not messages[i]]
-    after = before - tokens.count_messages([messages[i] for i in changed]) \
-        + tokens.count_messages([reduced[i] for i in changed])
+    after = before - tokens.estimate_messages([messages[i] for i in changed]) \
+        + tokens.estimate_messages([reduced[i] for i in changed])
     return before, head, tail, reduced, after
 
 
@@ -294,7 +292,8 @@ async def compact_session(
         between_turns=between_turns, on_text=streamed, compaction_id=ident,
     )
     if result.progress:
-        session.context.replace(result.messages, usage=result.after)
+        # No usage: `after` may be an estimate; the loop bounds or counts the new context.
+        session.context.replace(result.messages)
         if session.store is not None:  # the whole context as JSON: off the loop too
             await anyio.to_thread.run_sync(session.store.save_context, session.id, result.messages)
     else:

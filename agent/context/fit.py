@@ -68,7 +68,8 @@ async def fit_after_overflow(session: Session, error: ContextOverflowError) -> i
     if ours > budget:
         result = await compact_session(session, force_summary=True, reason="overflow",
                                        window=budget)
-        now = ours = result.after if result.progress else ours
+        # Its `after` may be an estimate: what the retry sends is counted.
+        now = ours = await _exact(session) if result.progress else ours
     room = limit - _provider_tokens(session, ours, limit)
     if room < MIN_ANSWER:
         raise _too_large(session, error, limit, sent, now, short)

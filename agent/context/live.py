@@ -13,14 +13,20 @@ edited in place) starts a new generation: a total counted in an older one is cou
     live.edit({index: message})            # earlier messages changed (images retired)
     used = live.used(tools)                # before a model call, on the event loop
     exact = await live.exact(tools)        # near the window, or when the provider said nothing
+    live.on_counted = save                 # each exact total as a `Counted`, to keep
+    live.resume(resumed(history, saved))   # a loaded session goes on from its kept count
 
 The tool definitions are counted at each call, not kept in a total: an MCP server's tools
-come and go between calls.
+come and go between calls. The exact total is kept with the session (`Counted`, in its record's
+meta) with a digest of the texts it counted: a session loaded in a new process, whose first
+messages have that digest, goes on from it instead of counting them all again (1M tokens:
+~0.2 s of tokenizer before its first model call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +43,66 @@ class _Total:
     generation: int
     counted: int
     tokens: int
+    digest: Any = None
+    """Of an exact total: a hashlib object fed the texts of the messages counted."""
+
+
+COUNTED_META = "counted"
+"""The key of a session record's meta that keeps its last exact count (`Counted.to_json`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """An exact count of a context's first `messages` messages and the digest of their texts
+    (`tokens.fingerprint`): kept with the session, it spares a loaded one the count."""
+
+    messages: int
+    tokens: int
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messages": self.messages, "tokens": self.tokens, "digest": self.digest}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Counted | None:
+        try:
+            return cls(int(data["messages"]), int(data["tokens"]), str(data["digest"]))
+        except (TypeError, KeyError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A kept count that matches a loaded context's first messages (`resumed`)."""
+
+    counted: Counted
+    digest: Any
+    """The hashlib object fed those messages, to go on with."""
+
+
+def resumed(messages: Sequence[Message], kept: Any) -> Resumed | None:
+    """`kept` (a `Counted.to_json`) if the first messages of `messages` are the ones it
+    counted, else None. Hashes their texts (1M tokens: ~5 ms): call it off the event loop."""
+    counted = Counted.from_json(kept)
+    if counted is None or not 0 < counted.messages <= len(messages):
+        return None
+    digest = _digest()
+    tokens.fingerprint(list(messages[:counted.messages]), digest)
+    return Resumed(counted, digest) if digest.hexdigest() == counted.digest else None
+
+
+def _digest() -> Any:
+    # The count's rules are in the digest: a kept count from other rules is not taken.
+    digest = hashlib.sha256()  # SHA extensions: twice blake2b's speed on x86-64 and ARMv8
+    digest.update(f"cl100k {tokens.MESSAGE_OVERHEAD} {tokens.IMAGE_TOKENS}".encode())
+    return digest
 
 
 class LiveContext:
     """The messages sent to the model (the store keeps the whole transcript)."""
 
-    __slots__ = ("_messages", "_generation", "_bound", "_exact", "_stalled", "last_usage")
+    __slots__ = ("_messages", "_generation", "_bound", "_exact", "_stalled", "_counting",
+                 "last_usage", "on_counted")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = list(messages)
@@ -50,8 +110,11 @@ class LiveContext:
         self._bound: _Total | None = None
         self._exact: _Total | None = None
         self._stalled: tuple[int, int] | None = None
+        self._counting: anyio.Event | None = None
         self.last_usage = 0
         """Context tokens in use after the last model call, as the provider reported them."""
+        self.on_counted: Callable[[Counted], None] | None = None
+        """Called with each new exact total (the session keeps it in its record)."""
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -103,13 +166,39 @@ class LiveContext:
         """The context's exact tokens with `tools`, counted off the event loop; only what was
         appended since the last exact count is counted (a long session would otherwise count
         thousands of messages per model call). The counts are cached, so the bound is then
-        exact too."""
-        start, before = self._resume(self._exact)
-        generation, new = self._generation, self._messages[start:]
-        counted, tool_tokens = await anyio.to_thread.run_sync(_count, new, tools)
-        if generation == self._generation:  # else: replaced while counting, count again next time
-            self._exact = self._bound = _Total(generation, start + len(new), before + counted)
+        exact too. A count under way (`count_ahead`'s) is waited for, not repeated."""
+        while self._counting is not None:
+            await self._counting.wait()
+        self._counting = counting = anyio.Event()
+        try:
+            start, before = self._resume(self._exact)
+            generation, new = self._generation, self._messages[start:]
+            digest = self._exact.digest if self._exact is not None and start else None
+            counted, tool_tokens, fed = await anyio.to_thread.run_sync(_count, new, tools, digest)
+        finally:
+            self._counting = None
+            counting.set()
+        if generation == self._generation and new:  # else: replaced while counting, or no news
+            self._exact = self._bound = _Total(generation, start + len(new), before + counted, fed)
+            if self.on_counted is not None:
+                self.on_counted(Counted(start + len(new), before + counted, fed.hexdigest()))
         return before + counted + tool_tokens
+
+    async def count_ahead(self, tools: list[dict[str, Any]], threshold: float) -> None:
+        """Before a loaded session's first prompt (`SessionHost.warm`): if the bound reaches
+        `threshold` tokens already, that prompt's automatic compaction would first wait for an
+        exact count of it all (1M tokens: ~0.3 s, and the token child's start); it is made
+        now, while the user reads and types. A kept count (`Counted`) leaves nothing to count."""
+        if self.bound(tools) >= threshold:
+            await self.exact(tools)
+
+    def resume(self, resumed: Resumed | None) -> None:
+        """Take a kept exact count of the first messages (`resumed` checked that they are the
+        ones it counted); None: nothing to take."""
+        if resumed is not None:
+            counted = resumed.counted
+            self._exact = self._bound = _Total(self._generation, counted.messages, counted.tokens,
+                                               resumed.digest)
 
     def mark_stalled(self) -> None:
         """A compaction made no progress: `stalled` until the context changes."""
@@ -132,6 +221,11 @@ class LiveContext:
         self._bound = self._exact = None
 
 
-def _count(messages: list[Message], tools: list[dict[str, Any]]) -> tuple[int, int]:
-    """Exact tokens of `messages` and of `tools`, apart: only the messages' go into a total."""
-    return tokens.count_messages(messages), tokens.count_messages([], tools)
+def _count(
+    messages: list[Message], tools: list[dict[str, Any]], digest: Any
+) -> tuple[int, int, Any]:
+    """Exact tokens of `messages` and of `tools`, apart (only the messages' go into a total),
+    and a copy of `digest` (None: a new one) fed the messages."""
+    digest = _digest() if digest is None else digest.copy()
+    tokens.fingerprint(messages, digest)
+    return tokens.count_messages(messages), tokens.count_messages([], tools), digest

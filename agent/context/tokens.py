@@ -5,9 +5,10 @@ tiktoken downloads its encodings on first use, which fails offline. Talaria ship
 if tiktoken itself is unavailable, `count` falls back to an estimate of one token per four
 UTF-8 bytes, which over-counts English slightly and is safe for budgeting.
 
-Counts are cached by text: compaction sizes the same texts several times. Counting a
+Counts are cached by text: the loop sizes the same texts at every call. Counting a
 200K-token session with tiktoken takes ~90 ms; a cached one ~1 ms. The cache holds no text,
-only (hash, length) -> count, so it pins no memory of dropped messages.
+only (hash, length) -> count, so it pins no memory of dropped messages. Compaction counts
+nothing: `estimate` takes the cached count, else a third of the UTF-8 bytes.
 
 On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
 tokenizer. The loop sizes the context with the bound before every model call; only when the
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,13 @@ EXACT_LIMIT = 400_000
 the event loop, which would hold up cancellation and every other session."""
 # Per-message framing overhead of chat formats (role markers, separators).
 MESSAGE_OVERHEAD = 4
+IMAGE_TOKENS = 1000
+"""An image in a message: a flat estimate of a mid-size image."""
 CACHE_MIN_CHARS = 16
 """Shorter texts are counted each time: cheaper than a cache entry."""
+ESTIMATE_BYTES_PER_TOKEN = 3
+"""`estimate`'s bytes per token for a text never counted: cl100k's ratio on tool output and
+code is ~3-3.5 (prose ~4.5), so the estimate errs high on most of what compaction drops."""
 CACHE_ENTRIES = 50_000
 """Texts whose count is kept; when full, the oldest half is dropped."""
 
@@ -103,8 +109,24 @@ def bound(text: str) -> int:
     """An upper bound on `count(text)` that never builds the tokenizer: the count itself when
     it is cached, else the text's UTF-8 bytes (cl100k is a byte-level BPE: every token is at
     least one byte; the estimates `count` falls back to are a quarter of that)."""
-    if len(text) >= CACHE_MIN_CHARS and (found := _counts.get((hash(text), len(text)))) is not None:
-        return found
+    found = _cached(text)
+    return _bytes(text) if found is None else found
+
+
+def estimate(text: str) -> int:
+    """`count(text)` if this text was counted before, else an estimate from its UTF-8 bytes
+    (`ESTIMATE_BYTES_PER_TOKEN`): never builds the tokenizer, never counts. For figures that
+    need no exact count (compaction's budgets and totals); an estimate may undercount, so
+    never for a decision that the window holds a request (`count`, or `bound` on the loop)."""
+    found = _cached(text)
+    return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN) if found is None else found
+
+
+def _cached(text: str) -> int | None:
+    return _counts.get((hash(text), len(text))) if len(text) >= CACHE_MIN_CHARS else None
+
+
+def _bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -139,23 +161,48 @@ def bound_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
     return _total(messages, tools, bound)
 
 
+def estimate_messages(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> int:
+    """`count_messages` where the texts were counted before, `estimate` for the rest."""
+    return _total(messages, tools, estimate)
+
+
+def fingerprint(messages: list[dict[str, Any]], into: Any) -> None:
+    """Feed hashlib object `into` all that `count_messages(messages)` depends on: equal digests
+    of two lists of messages mean equal counts (`live.Counted`, a count kept with a session)."""
+    for message in messages:  # a tag per item, texts length-prefixed: no two lists feed alike
+        into.update(b"m")
+        for text in _texts(message):
+            if text is None:
+                into.update(b"i")
+                continue
+            data = text.encode("utf-8", "surrogatepass")
+            into.update(b"t" + len(data).to_bytes(8, "big"))
+            into.update(data)
+
+
 def _total(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, counter: Callable[[str], int]
 ) -> int:
     total = 0
     for message in messages:
         total += MESSAGE_OVERHEAD
-        content = message.get("content")
-        if isinstance(content, str):
-            total += counter(content)
-        elif isinstance(content, list):
-            for part in content:
-                if part.get("type") == "text":
-                    total += counter(part.get("text", ""))
-                else:  # images: a flat estimate of a mid-size image
-                    total += 1000
-        for call in message.get("tool_calls") or ():
-            total += counter(call.get("name", "")) + counter(call.get("arguments", ""))
+        for text in _texts(message):
+            total += IMAGE_TOKENS if text is None else counter(text)
     if tools:
         total += counter(json.dumps(tools, separators=(",", ":")))
     return total
+
+
+def _texts(message: dict[str, Any]) -> Iterator[str | None]:
+    """The texts of `message` a request carries, in order; None for an image."""
+    content = message.get("content")
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            yield part.get("text", "") if part.get("type") == "text" else None
+    for call in message.get("tool_calls") or ():
+        yield call.get("name", "")
+        yield call.get("arguments", "")

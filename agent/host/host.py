@@ -41,6 +41,7 @@ from talaria.agent.host.parts import (
     RootsInUse,
     closer,
     import_once,
+    loaded,
     queued,
     stored_model,
 )
@@ -149,7 +150,7 @@ class SessionHost:
     async def warm(self, session: Session) -> None:
         """What the first prompt would otherwise wait for, once the door's answer to an opening
         is out: the model's SDK (in a worker thread, started first: the longest, 0.4-0.6 s),
-        the session's kernel and checkpoints (`warm_after_answer`), the turn's modules."""
+        the kernel and checkpoints (`warm_after_answer`), the turn's modules, the token count."""
         async def sdk() -> None:
             try:
                 await session.provider.warm()
@@ -162,6 +163,8 @@ class SessionHost:
             if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
                 prestart(session)
             tg.start_soon(self.load_turn_modules)
+            tg.start_soon(session.context.count_ahead, session.tool_definitions(),
+                          session.context_window * session.compact_threshold)
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
@@ -192,9 +195,7 @@ class SessionHost:
         record = self.store.get_session(session_id)
         if record is None:
             raise NoSuchSession(session_id, saved=True)
-        # A long transcript is megabytes of JSON to parse: in a worker thread (issue 9).
-        history = await anyio.to_thread.run_sync(
-            lambda: self.store.messages(session_id, include_archived=False))
+        history, counted = await anyio.to_thread.run_sync(loaded, self.store, session_id, record.meta)
         if (open_session := self._reopened(session_id, additional_dirs)) is not None:
             return open_session  # opened by another request meanwhile
         if session_id in self.sessions:
@@ -205,7 +206,7 @@ class SessionHost:
         opening = Opening(cwd, additional_dirs, session_id=session_id, history=history,
                           title=record.title, mode=record.mode if record.mode in MODES else None,
                           todos=last_todos(history), mcp_servers=mcp_servers,
-                          spend=record.meta.get("spend"), prestart=self._at_opening)
+                          spend=record.meta.get("spend"), counted=counted, prestart=self._at_opening)
         session = await self._open(opening, model=stored_model(record.model))
         if moved:  # its system prompt names the old ones: the model is told
             session.append({"role": "user", "content": roots_note(additional_dirs),

@@ -14,7 +14,10 @@ from talaria.agent.pricing import Spend
 from talaria.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from talaria.agent.context.live import Resumed
     from talaria.agent.providers.errors import ProviderError
+    from talaria.agent.store import Store
+    from talaria.agent.transcript import Message
 
 Content = str | list[dict[str, Any]]
 After = Callable[[], Awaitable[None]]
@@ -99,6 +102,15 @@ async def queued(session: Any, ahead: int) -> None:
     await session.door.emit(Notice(
         f"Queued: this prompt runs after the current turn ({ahead} ahead of it). "
         "/queue lists waiting prompts, /queue clear drops them, /steer talks to the running turn."))
+
+
+def loaded(store: Store, session_id: str, meta: dict[str, Any]) -> tuple[list[Message], Resumed | None]:
+    """A stored session's live context and its kept token count if it still holds (megabytes
+    of JSON to parse and texts to hash: call it in a worker thread, issue 9)."""
+    from talaria.agent.context.live import COUNTED_META, resumed
+
+    history = store.messages(session_id, include_archived=False)
+    return history, resumed(history, meta.get(COUNTED_META))
 
 
 def closer(workspace: Workspace) -> Callable[[], None]:

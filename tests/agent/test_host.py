@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from talaria.agent.config import load_config
+from talaria.agent.context import tokens
 from talaria.agent.door import LocalDoor
 from talaria.agent.host import ModelFailure, NoSuchSession, SessionHost
 from talaria.tools.environments.base import environment_of
@@ -84,6 +85,32 @@ async def test_open_prompt_restore_and_fork_keep_the_sessions_state(tmp_path: Pa
     assert fork.id not in again.sessions and again.store.get_session(fork.id) is None
     with pytest.raises(NoSuchSession):
         await again.delete(fork.id)
+    again.close_all()
+
+
+async def test_a_restored_session_goes_on_from_its_kept_token_count(
+        tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's exact count (a provider that reports no usage) is kept with the session;
+    restored by a new host (a new process: nothing cached), its messages are not counted again."""
+    fake_llm.script([{"text": "Done.", "usage": {"input_tokens": 0, "output_tokens": 0}}])
+    first = host(tmp_path, fake_llm)
+    session = await first.open(tmp_path / "project")
+    prompt = "count these words once " * 50
+    assert (await first.prompt(session, prompt)).stop_reason == "end_turn"
+    sid, before = session.id, list(session.messages)
+    first.close_all()
+
+    tokens.clear_cache()
+    counted: list[str] = []
+    real = tokens._count
+    monkeypatch.setattr(tokens, "_count", lambda text: counted.append(text) or real(text))
+    again = host(tmp_path, fake_llm)
+    restored = await again.restore(sid, tmp_path / "project")
+    assert list(restored.messages) == before
+    tools = restored.tool_definitions()
+    exact = await restored.context.exact(tools)
+    assert prompt not in counted and before[0]["content"] not in counted  # the kept count's
+    assert exact == tokens.count_messages(before, tools)
     again.close_all()
 
 

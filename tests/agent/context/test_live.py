@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from talaria.agent.context import tokens
-from talaria.agent.context.live import LiveContext
+from talaria.agent.context.live import Counted, LiveContext, resumed
 from talaria.agent.loop import run_turn
 from tests.helpers import make_session
 
@@ -149,6 +149,76 @@ def test_a_count_made_while_the_context_was_replaced_is_not_kept(monkeypatch: py
     assert old > _whole(live)[1], "it counted the context it was asked about"
     monkeypatch.setattr(tokens, "count_messages", real)
     assert anyio.run(live.exact, TOOLS) == _whole(live)[1]
+
+
+def test_a_kept_count_spares_a_loaded_context_the_count(counted: list[int]) -> None:
+    """Each exact total goes to `on_counted`; a context loaded in a new process (nothing
+    cached) with the same first messages goes on from it and counts only what came after."""
+    messages = [SYSTEM, *(_user(i) for i in range(5))]
+    live, kept = LiveContext(messages), list[Counted]()
+    live.on_counted = kept.append
+    anyio.run(live.exact, TOOLS)
+    tokens.clear_cache()
+    counted.clear()
+    loaded = LiveContext([*messages, _user(6)])
+    loaded.on_counted = kept.append
+    loaded.resume(resumed(loaded.messages, kept[-1].to_json()))
+    exact = anyio.run(loaded.exact, TOOLS)
+    assert counted == [1], "only the message after the kept count was counted"
+    assert exact == _whole(loaded)[1] and loaded.bound(TOOLS) == exact
+    # The digest went on from the kept one: the new total is kept for the next load.
+    assert kept[-1].messages == 7 and resumed(list(loaded.messages), kept[-1].to_json())
+
+
+def test_counting_ahead_counts_once_and_only_over_the_threshold(counted: list[int]) -> None:
+    """A loaded session (nothing cached) is counted ahead of its first prompt only when its
+    bound reaches the threshold; the prompt's exact count, made meanwhile, waits for that one
+    and counts nothing again."""
+    live = LiveContext([SYSTEM, *(_user(i) for i in range(6))])
+    tokens.clear_cache()
+    anyio.run(live.count_ahead, TOOLS, live.bound(TOOLS) + 1)
+    assert counted == [7], "the bound only: below the threshold nothing is counted"
+
+    async def ahead_and_prompt() -> tuple[int, int]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(live.count_ahead, TOOLS, 1.0)
+            await anyio.sleep(0)  # the prompt comes while that count runs
+            first = await live.exact(TOOLS)
+        return first, await live.exact(TOOLS)
+
+    counted.clear()
+    assert anyio.run(ahead_and_prompt) == (_whole(live)[1],) * 2
+    assert counted.count(7) == 3, counted  # the one exact count, then _whole's bound and count
+    assert live.bound(TOOLS) == _whole(live)[1]
+
+
+@pytest.mark.parametrize("change", ["text", "image", "image as text", "call", "fewer"])
+def test_a_kept_count_of_other_texts_is_not_taken(change: str) -> None:
+    messages = [SYSTEM, _user(1), {"role": "user", "content": [{"type": "text", "text": "see"}]},
+                {"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": "{}"}]}]
+    live, kept = LiveContext(messages), list[Counted]()
+    live.on_counted = kept.append
+    anyio.run(live.exact, TOOLS)
+    saved = kept[-1].to_json()
+    other = [dict(m) for m in messages]
+    if change == "text":
+        other[1]["content"] += "!"
+    elif change == "image":
+        other[2]["content"] = [{"type": "text", "text": "see"}, {"type": "image", "data": "AA"}]
+    elif change == "image as text":  # what an image feeds the digest, as a text
+        messages = [*messages[:2], {"role": "user", "content": [{"type": "image", "data": "A"}]}]
+        other = [*messages[:2], {"role": "user", "content": [{"type": "text", "text": "\x00i"}]}]
+        live = LiveContext(messages)
+        live.on_counted = kept.append
+        anyio.run(live.exact, TOOLS)
+        saved = kept[-1].to_json()
+    elif change == "call":
+        other[3]["tool_calls"] = [{"name": "g", "arguments": "{}"}]
+    else:
+        other = other[:-1]
+    assert resumed(messages, saved) is not None and resumed(other, saved) is None
+    for garbage in (None, {}, {"messages": "x", "tokens": 1, "digest": ""}, {**saved, "messages": 0}):
+        assert resumed(messages, garbage) is None
 
 
 def test_a_stalled_compaction_waits_for_any_change() -> None:
