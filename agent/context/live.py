@@ -26,6 +26,7 @@ messages have that digest, goes on from it instead of counting them all again (1
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ import anyio
 
 from talaria.agent.context import tokens
 from talaria.agent.transcript import ContextRow, Message, is_system, plain
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +193,10 @@ class LiveContext:
         exact count of it all (1M tokens: ~0.3 s, and the token child's start); it is made
         now, while the user reads and types. A kept count (`Counted`) leaves nothing to count."""
         if self.bound(tools) >= threshold:
-            await self.exact(tools)
+            try:
+                await self.exact(tools)
+            except Exception as exc:  # the first prompt counts again, and reports what fails
+                log.info("could not count the loaded session ahead of its first prompt: %s", exc)
 
     def resume(self, resumed: Resumed | None) -> None:
         """Take a kept exact count of the first messages (`resumed` checked that they are the

@@ -156,15 +156,14 @@ class SessionHost:
                 await session.provider.warm()
             except Exception as exc:  # the first prompt reports it, with its cause
                 log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
-
         async with anyio.create_task_group() as tg:
             tg.start_soon(sdk)
             await anyio.lowlevel.checkpoint()  # its thread starts before the kernel's fork
             if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
                 prestart(session)
             tg.start_soon(self.load_turn_modules)
-            tg.start_soon(session.context.count_ahead, session.tool_definitions(),
-                          session.context_window * session.compact_threshold)
+            threshold = session.context_window * session.compact_threshold
+            tg.start_soon(session.context.count_ahead, session.tool_definitions(), threshold)
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
