@@ -118,15 +118,6 @@ def _relative(root: str) -> Callable[[str], str]:
     return lambda path: path[cut:].replace(os.sep, "/")
 
 
-def _prune(globs: list[str]) -> list[str]:
-    """rg `-g` arguments for globs on the file name: they only prune what rg prints, so there
-    is less to read (glob_ok still decides: both backends agree on every glob). Globs on the
-    path, or negated ones, mean something else to rg: nothing then."""
-    if not all("/" not in g and not g.startswith("!") for g in globs):
-        return []
-    return [arg for g in globs for arg in ("-g", g)]
-
-
 async def _rg_stream(argv: list[str], take: Callable[[bytes], bool]) -> tuple[int | None, bytes]:
     """Run rg, feeding each stdout line to `take` until it returns False (then rg is killed).
     Returns (exit code, first 4 KB of stderr). A worker thread reads the pipe: an asyncio
@@ -157,11 +148,19 @@ def _pump(argv: list[str], take: Callable[[bytes], bool], err: IO[bytes],
     return proc.returncode
 
 
-def _rg_base(rg: str) -> list[str]:
+def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
+    """rg's walk as the Python walk's. Globs on the file name prune what rg reads (glob_ok
+    still decides: both backends agree on every glob); globs on the path, or negated ones,
+    mean something else to rg and are left out. A glob rg is given outranks its hidden-file
+    rule and the globs before it (the last match wins: `*.js` would list `.eslintrc.js`, and
+    `*` the files in `node_modules/`), so the skipped names come after it."""
+    prune = bool(globs) and all("/" not in g and not g.startswith("!") for g in globs or ())
     argv = [rg, "--no-config", "--no-ignore", "--sort", "path"]
+    for g in globs or () if prune else ():
+        argv += ["-g", g]
     for d in SKIP_DIRS:
         argv += ["-g", f"!{d}/"]
-    return argv
+    return [*argv, "-g", "!.*"] if prune else argv
 
 
 async def _rg_files(
@@ -176,7 +175,7 @@ async def _rg_files(
             out.append(SearchMatch(path))
         return len(out) < cap
 
-    await _rg_stream([*_rg_base(rg), *_prune(names), "--files", "--", root], take)
+    await _rg_stream([*_rg_base(rg, names), "--files", "--", root], take)
     return out
 
 
@@ -190,9 +189,8 @@ async def _rg_content(
     rg: str, root: str, pattern: str, globs: list[str] | None, cap: int
 ) -> list[SearchMatch] | None:
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
-    argv = [*_rg_base(rg), "--json", "--crlf", "--no-mmap", "--max-filesize", str(MAX_FILE_BYTES)]
-    if globs:
-        argv += _prune(globs)
+    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap",
+            "--max-filesize", str(MAX_FILE_BYTES)]
     out: list[SearchMatch] = []
     rel = _relative(root)
     pending: list[SearchMatch] = []
