@@ -1,14 +1,15 @@
 """ripgrep behind the local search: the page `rg --sort path` stopped at `cap` would give,
-with two rg processes over a big tree.
+with a second rg over the tail of a big tree.
 
 `--sort path` keeps rg on one thread (over a whole tree ~1.45x slower than its parallel walk
-on two cores). So a directory is cut in two at its last searched subdirectory (`split`): one
-`rg --sort path` searches the head, everything before the cut, and reads the page there; if
-it is still going after TAIL_AFTER_S, a second one searches the tail beside it (a page found
-sooner costs one process). The tail's matches come after the head's, so they are read only
-once the head is done short of its page: the pages are those of one `rg --sort path`, and a
-search over the whole tree takes the longer of the two parts. Each part is the whole tree
-less the other's names, as anchored globs (`!/name`), so both walk it by the same rules.
+on two cores). So a directory is cut at its last searched subdirectory (`split`), and one
+`rg --sort path` is given the tree as the head (the tree less the tail, by anchored `!/name`
+globs), then a path that does not exist (the mark: its error on stderr says the head is
+done, `--line-buffered` having put the head's lines in the pipe first), then the tail's
+directories. A page of a common pattern is found by it alone. If it is still in the head
+after TAIL_AFTER_S, a second `rg --sort path` searches the tail beside it; once the first is
+past the mark it is stopped, and the tail's matches follow the head's. The pages are those of
+one `rg --sort path`; a search over the whole tree takes about the longer of the two parts.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import json
 import os
 import select
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,13 +27,16 @@ from dataclasses import dataclass
 from talaria.tools.local.walk import MAX_LINE_CHARS, glob_ok
 from talaria.tools.workspace import SearchMatch
 
-TAIL_AFTER_S = 0.015
-"""When the tail's rg starts beside the head's: a page of a common pattern takes ~5-10 ms,
-and a second process then would compete with the first for its core."""
+TAIL_AFTER_S = 0.03
+"""When the tail's rg starts beside the first: a page of a common pattern takes ~5-10 ms, a
+search of a small tree ~30 ms, and a second process sooner competes with the first for a
+core and pays its own start (measured: 15 ms cost those searches 10-25%)."""
 MAX_SPLIT_DEPTH = 3
 """Levels of single directories entered to find a cut."""
 MAX_SPLIT_NAMES = 500
 """Names at a level past which the tree is searched whole (a glob per name)."""
+MAX_ERRORS = 4096
+"""Bytes of rg's own error messages kept, to tell a pattern it refused."""
 _GLOB_SPECIAL = frozenset("*?[]{}\\!,")
 _CHUNK = 1 << 16
 
@@ -45,11 +48,6 @@ def relative(root: str) -> Callable[[str], str]:
         return lambda path: name
     cut = len(os.path.join(root, ""))
     return lambda path: path[cut:].replace(os.sep, "/")
-
-
-def path_key(rel: str) -> list[bytes]:
-    """`--sort path` order: each directory's names sorted as bytes, so by component."""
-    return os.fsencode(rel).split(b"/")
 
 
 def _text(field: dict[str, str]) -> str:
@@ -111,18 +109,19 @@ class Names:
 
 
 def split(root: str, skip: tuple[str, ...]) -> tuple[list[str], list[str]] | None:
-    """A directory cut in two at a name, for two rg processes: (globs that leave out the tail,
-    globs that leave out the head), anchored at `root` (rg's working directory). The head is
-    every path before the cut in `--sort path` order, the tail every path after it. The cut is
-    at the last searched directory of the first level with two or more (a level with one is
-    entered). None when there is none, when the root is reached through a symlink (rg matches
-    anchored globs against its real working directory), or for names a glob cannot spell."""
+    """A directory cut in two, for two rg processes: (globs that leave out the tail, anchored
+    at `root`, rg's working directory; the tail's directories, relative). The head is every
+    path before the cut in `--sort path` order, the tail every path from it on; the cut is at
+    the last searched directory of the first level with two or more (a level with one is
+    entered), and the tail is directories only (a file rg is given is searched whatever its
+    globs, binary or not: None then). None too when there is no cut, when the root is reached
+    through a symlink (rg anchors globs at its real working directory), or for names a glob
+    cannot spell."""
     if os.path.realpath(root) != root:
         return None
     base = ""
-    before: list[str] = []
-    """Names before the path to the cut's level, at each level above it: in the head."""
-    after: list[str] = []
+    after: list[tuple[str, bool]] = []
+    """(path, is a directory) after the path to the cut's level, at each level above it."""
     for _ in range(MAX_SPLIT_DEPTH):
         try:
             entries = sorted(((e.name, e.is_dir(follow_symlinks=False))
@@ -136,16 +135,18 @@ def split(root: str, skip: tuple[str, ...]) -> tuple[list[str], list[str]] | Non
                 if d and not n.startswith(".") and n not in skip]
         if not dirs:
             return None
+        at = dirs[-1]
+        later = [(base + n, d) for n, d in entries[at + 1:]] + after
         if len(dirs) == 1:
-            at = dirs[0]
-            before += [base + n for n, _ in entries[:at]]
-            after += [base + n for n, _ in entries[at + 1:]]
+            after = later
             base += entries[at][0] + "/"
             continue
-        cut = dirs[-1]
-        head = before + [base + n for n, _ in entries[:cut]]
-        tail = [base + n for n, _ in entries[cut:]] + after
-        return [f"!/{p}" for p in tail], [f"!/{p}" for p in head]
+        tail = [(base + entries[at][0], True), *later]
+        if any(not d and not p.rsplit("/", 1)[-1].startswith(".") for p, d in tail):
+            return None
+        searched = [p for p, d in tail if d and p.rsplit("/", 1)[-1] not in skip
+                    and not p.rsplit("/", 1)[-1].startswith(".")]
+        return [f"!/{p}" for p, _ in tail], searched
     return None
 
 
@@ -161,25 +162,25 @@ def _spelt(name: str) -> bool:
 
 
 class _Rg:
-    """One rg process: its stdout read in chunks (so reads can wait on several), stderr to a
-    file."""
+    """One rg process: its stdout read in chunks (so reads can wait on several); its stderr
+    kept (the first MAX_ERRORS bytes) and watched for `mark`, a path rg was given that does
+    not exist, whose error says rg is done with the paths before it."""
 
     def __init__(self, argv: list[str], procs: list[subprocess.Popen[bytes]], cwd: str,
-                 take: Callable[[bytes], bool]) -> None:
+                 take: Callable[[bytes], bool], mark: str | None = None) -> None:
         self.take = take
-        self.err = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the process
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=cwd,
-                                         stdout=subprocess.PIPE, stderr=self.err)
-        except BaseException:
-            self.err.close()
-            raise
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=cwd,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         procs.append(self.proc)  # killed by the caller if the search is cancelled
-        assert self.proc.stdout is not None
-        self.fd = self.proc.stdout.fileno()
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.fd, self.err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         self.rest = b""
         self.ended = False
         """rg ended, and `take` had every line."""
+        self.errors = b""
+        self.mark = None if mark is None else os.fsencode(mark)
+        self.passed = False
+        """rg's error for `mark` came: every line before it has been printed."""
 
     def read(self) -> bool:
         """Give `take` the lines of one chunk; False once it has enough (ended stays False)."""
@@ -191,68 +192,120 @@ class _Rg:
         self.rest = lines.pop()
         return all(self.take(line) for line in lines)
 
+    def read_errors(self) -> bool:
+        """Read stderr; True when it ended (rg must not block on a full pipe)."""
+        chunk = os.read(self.err_fd, _CHUNK)
+        seen = self.errors[-len(self.mark or b""):] + chunk
+        if self.mark is not None and self.mark in seen:
+            self.passed = True
+        if len(self.errors) < MAX_ERRORS:
+            self.errors += chunk
+        return not chunk
+
     def refused(self) -> bool:
         """Whether rg rejected the pattern (Python then runs it)."""
+        assert self.proc.stderr is not None
         self.proc.wait()
-        self.err.seek(0)
-        return self.proc.returncode == 2 and b"regex" in self.err.read(4096)
+        if not self.proc.stderr.closed:
+            self.errors += self.proc.stderr.read(MAX_ERRORS)
+        return self.proc.returncode == 2 and b"regex" in self.errors
 
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait()
-        assert self.proc.stdout is not None
+        assert self.proc.stdout is not None and self.proc.stderr is not None
         self.proc.stdout.close()
-        self.err.close()
+        self.proc.stderr.close()
 
 
 @dataclass(slots=True)
 class Plan:
-    """The rg command lines of one search, `--sort path` and the path last."""
+    """The rg command lines of one search (`--sort path`, `--line-buffered`)."""
 
-    head: list[str]
-    """The whole tree, or its head when there is a tail."""
+    whole: list[str]
+    """The whole tree: the head, then `mark`, then the tail's directories."""
     tail: list[str] | None
-    """The tail, or None."""
+    """The tail's directories, or None (`whole` is one path)."""
     cwd: str
     """rg's working directory, the root its anchored globs are relative to."""
+    mark: str | None = None
+    tail_dirs: tuple[str, ...] = ()
+    """The tail's directories, relative to the root."""
 
 
-def run(plan: Plan, head: Lines | Names, tail: Lines | Names,
+def run(plan: Plan, whole: Lines | Names, tail: Lines | Names,
         procs: list[subprocess.Popen[bytes]]) -> tuple[list[SearchMatch], bool]:
-    running: dict[int, _Rg] = {}
+    """The first `cap` matches in order and whether rg refused the pattern. `whole` reads one
+    rg over the whole tree, as one `rg --sort path` would. If it is still in the head after
+    TAIL_AFTER_S, a second rg searches the tail beside it (read by `tail`); once the first is
+    past the head (its error for `plan.mark`) it stops, and the tail's matches follow the
+    head's. A search whose head ends sooner runs one process."""
+    cap = whole.cap
+    main = _Rg(plan.whole, procs, plan.cwd, whole.take, plan.mark)
+    helper: _Rg | None = None
     poll = select.poll()
-
-    def start(argv: list[str], reader: Lines | Names) -> _Rg:
-        rg = _Rg(argv, procs, plan.cwd, reader.take)
-        running[rg.fd] = rg
-        poll.register(rg.fd, select.POLLIN)
-        return rg
-
-    head_rg = start(plan.head, head)
-    tail_rg: _Rg | None = None
-    tail_at = time.monotonic() + TAIL_AFTER_S
+    poll.register(main.fd, select.POLLIN)
+    poll.register(main.err_fd, select.POLLIN)
+    tail_at = time.monotonic() + TAIL_AFTER_S if plan.tail is not None else None
+    in_head = -1
+    """The matches the head holds, once the first rg is past it with the tail's rg going."""
     try:
         while True:
-            if head_rg.ended:
-                if not head.found and head_rg.refused():
+            if main.ended:
+                if not whole.found and main.refused():
                     return [], True
-                if plan.tail is None:
-                    return head.found, False
-                if tail_rg is not None and (tail_rg.ended or len(tail.found) >= tail.cap):
-                    return head.found + tail.found[:head.cap - len(head.found)], False
-            if tail_rg is None and plan.tail is not None and (
-                    head_rg.ended or time.monotonic() >= tail_at):
-                tail_rg = start(plan.tail, tail)
-            wait = (None if tail_rg is not None or plan.tail is None
-                    else max(0, int((tail_at - time.monotonic()) * 1000)))
+                return whole.found, False
+            if in_head >= 0 and helper is not None and (
+                    helper.ended or len(tail.found) >= cap - in_head):
+                return whole.found[:in_head] + tail.found[:cap - in_head], False
+            if tail_at is not None and time.monotonic() >= tail_at:
+                tail_at = None
+                if not main.passed:
+                    assert plan.tail is not None
+                    helper = _Rg(plan.tail, procs, plan.cwd, tail.take)
+                    poll.register(helper.fd, select.POLLIN)
+                    poll.register(helper.err_fd, select.POLLIN)
+            wait = None if tail_at is None else max(0, int((tail_at - time.monotonic()) * 1000))
             for fd, _ in poll.poll(wait):
-                rg = running[fd]
-                more = rg.read()
-                if not more and rg is head_rg:
-                    return head.found, False
-                if rg.ended or not more:
+                if in_head >= 0 and fd in (main.fd, main.err_fd):
+                    continue  # stopped past the head
+                if fd == main.fd:
+                    if not main.read():  # a page, in path order wherever it is
+                        return whole.found, False
+                    if main.ended:
+                        poll.unregister(fd)
+                elif fd == main.err_fd:
+                    if main.read_errors():
+                        poll.unregister(fd)
+                    if main.passed and helper is not None:
+                        # its lines are flushed before the error: read them, then it stops
+                        while _poll_one(main.fd) and not main.ended:
+                            if not main.read():
+                                return whole.found, False
+                        if main.ended:
+                            continue
+                        # it may have read into the tail by now: those are the tail's
+                        tops = tuple(d + "/" for d in plan.tail_dirs)
+                        in_head = sum(1 for m in whole.found
+                                      if m.path not in plan.tail_dirs and not m.path.startswith(tops))
+                        poll.unregister(main.fd)
+                        with contextlib.suppress(KeyError):
+                            poll.unregister(main.err_fd)
+                        main.close()
+                elif helper is not None and fd == helper.fd:
+                    if not helper.read() or helper.ended:  # the tail's page waits for the head
+                        poll.unregister(fd)
+                elif helper is not None and fd == helper.err_fd and helper.read_errors():
                     poll.unregister(fd)
     finally:
-        for rg in running.values():
-            rg.close()
+        main.close()
+        if helper is not None:
+            helper.close()
+
+
+def _poll_one(fd: int) -> bool:
+    """Whether `fd` has something to read now."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(0))

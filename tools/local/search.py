@@ -26,8 +26,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -120,20 +122,24 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
     return [*argv, "-g", "!.*"] if prune else argv
 
 
-async def _rg(argv: list[str], root: str, head: ripgrep.Lines | ripgrep.Names,
+async def _rg(argv: list[str], root: str, whole: ripgrep.Lines | ripgrep.Names,
               tail: ripgrep.Lines | ripgrep.Names) -> tuple[list[SearchMatch], bool]:
     """`ripgrep.run` on a worker thread (an asyncio subprocess costs a child-watcher thread
     and a loop wake-up per chunk, more than a page); rg is killed if the search is cancelled."""
+    argv = [*argv, "--sort", "path", "--line-buffered"]
     cut = ripgrep.split(root, SKIP_DIRS) if os.path.isdir(root) else None
     if cut is None:
-        plan = ripgrep.Plan([*argv, "--sort", "path", "--", root], None,
-                            root if os.path.isdir(root) else os.path.dirname(root) or ".")
+        cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
+        plan = ripgrep.Plan([*argv, "--", root], None, cwd)
     else:
-        plan = ripgrep.Plan([*argv, *_globs(cut[0]), "--sort", "path", "--", root],
-                            [*argv, *_globs(cut[1]), "--sort", "path", "--", root], root)
+        globs, dirs = cut
+        mark = os.path.join(tempfile.gettempdir(), f".talaria-{secrets.token_hex(8)}")
+        paths = [os.path.join(root, d) for d in dirs]
+        plan = ripgrep.Plan([*argv, *_globs(globs), "--", root, mark, *paths],
+                            [*argv, "--", *paths] if paths else None, root, mark, tuple(dirs))
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        return await anyio.to_thread.run_sync(ripgrep.run, plan, head, tail, procs,
+        return await anyio.to_thread.run_sync(ripgrep.run, plan, whole, tail, procs,
                                               abandon_on_cancel=True)
     finally:
         for proc in procs:  # cancelled: the thread is abandoned, rg must not run on
