@@ -20,6 +20,7 @@ import json
 import os
 import select
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -241,13 +242,15 @@ def run(plan: Plan, whole: Lines | Names, tail: Lines | Names,
     TAIL_AFTER_S, a second rg searches the tail beside it (read by `tail`); once the first is
     past the head (its error for `plan.mark`) it stops, and the tail's matches follow the
     head's. A search whose head ends sooner runs one process."""
+    if plan.tail is None:
+        return _one(plan, whole, procs)
     cap = whole.cap
     main = _Rg(plan.whole, procs, plan.cwd, whole.take, plan.mark)
     helper: _Rg | None = None
     poll = select.poll()
     poll.register(main.fd, select.POLLIN)
     poll.register(main.err_fd, select.POLLIN)
-    tail_at = time.monotonic() + TAIL_AFTER_S if plan.tail is not None else None
+    tail_at: float | None = time.monotonic() + TAIL_AFTER_S
     in_head = -1
     """The matches the head holds, once the first rg is past it with the tail's rg going."""
     try:
@@ -302,6 +305,25 @@ def run(plan: Plan, whole: Lines | Names, tail: Lines | Names,
         main.close()
         if helper is not None:
             helper.close()
+
+
+def _one(plan: Plan, whole: Lines | Names, procs: list[subprocess.Popen[bytes]]
+         ) -> tuple[list[SearchMatch], bool]:
+    """One rg read line by line until `whole` has its page (a buffered pipe: fewer reads
+    than `_Rg`'s chunks on a search that ends in a few ms)."""
+    with tempfile.TemporaryFile() as err, subprocess.Popen(
+            plan.whole, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            cwd=plan.cwd) as proc:
+        procs.append(proc)  # killed by the caller if the search is cancelled
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not whole.take(line.removesuffix(b"\n")):
+                proc.kill()
+                return whole.found, False
+        proc.wait()
+        err.seek(0)
+        refused = proc.returncode == 2 and b"regex" in err.read(MAX_ERRORS)
+        return whole.found, not whole.found and refused
 
 
 def _poll_one(fd: int) -> bool:
