@@ -17,6 +17,8 @@ COPIES = 3
 RARE_TOKEN = "frobnicate_ledger_entry"
 """Planted in RARE_FILES files per copy, once each."""
 RARE_FILES = 4
+DEP_PACKAGES = 150
+"""Packages in the deps tree's `.venv` and `node_modules` (~6,000 files each side)."""
 NO_MATCH = "zq_nothing_here_xv"
 
 
@@ -137,3 +139,32 @@ def _copy(root: Path, rng: random.Random) -> int:
 def make_tree(root: Path, seed: int = 29) -> int:
     """Write the tree under `root` (COPIES copies, `copy0/`...); returns its file count."""
     return sum(_copy(root / f"copy{i}", random.Random(seed)) for i in range(COPIES))
+
+
+def make_deps_tree(root: Path, seed: int = 29) -> int:
+    """One copy with what a checkout carries beside its sources: a `.venv/` of site-packages
+    and a `node_modules/` (both skipped by search_files, so the walk must prune them), and a
+    Markdown README per package; returns the file count of the whole tree."""
+    rng = random.Random(seed)
+    files = _copy(root, rng)
+    deps: dict[str, str] = {}
+    for n in range(DEP_PACKAGES):
+        name = _name(rng)
+        deps[f".venv/lib/python3.12/site-packages/{name}{n}/README.md"] = _rst(rng)
+        for _ in range(rng.randint(20, 60)):
+            deps[f".venv/lib/python3.12/site-packages/{name}{n}/{_name(rng)}.py"] = \
+                _python(rng, False)
+        for _ in range(rng.randint(10, 30)):
+            deps[f"node_modules/{name.replace('_', '-')}{n}/lib/{_name(rng)}.js"] = _js(rng)
+        deps[f"node_modules/{name.replace('_', '-')}{n}/README.md"] = _rst(rng)
+    for d in sorted({str(Path(p).parent) for p in _python_dirs(root)}):
+        deps[f"{d}/README.md"] = _rst(rng)
+    for rel, content in deps.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return files + len(deps)
+
+
+def _python_dirs(root: Path) -> list[Path]:
+    return sorted({p.parent.relative_to(root) / "x" for p in root.rglob("*.py")})

@@ -15,31 +15,29 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   has the matches a page asks for and one more (`search_cap`): a common pattern on a big tree
   costs what its first page costs, and the total is then a lower bound that says so
   (`SearchPage.total_exact`). Only a search that ends before that counts every match.
-- ripgrep runs with `--sort path` (one thread): what it finds first is the page. Its binary
-  rule (it stops at a NUL byte, after printing the matches before it) is made the Python
-  backend's by dropping a file's matches when its `end` record names a binary offset.
+- ripgrep gives the page `rg --sort path` would; over a big tree two of them search its two
+  parts side by side (`talaria.tools.local.ripgrep`). Its binary rule (it stops at a NUL
+  byte, after printing the matches before it) is made the Python backend's by dropping a
+  file's matches when its `end` record names a binary offset.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 import anyio
 
+from talaria.tools.local import ripgrep
 from talaria.tools.local.walk import (
     MAX_FILE_BYTES,
-    MAX_LINE_CHARS,
     SKIP_DIRS,
     expand_braces,
     glob_ok,
@@ -109,114 +107,74 @@ def _matches(found: list[tuple[str, int | None, str | None]]) -> list[SearchMatc
     return [SearchMatch(*m) for m in found]
 
 
-def _relative(root: str) -> Callable[[str], str]:
-    """Path as rg prints it (the root joined with the relative path) → relative path."""
-    if not os.path.isdir(root):
-        name = os.path.basename(root)
-        return lambda path: name
-    cut = len(os.path.join(root, ""))
-    return lambda path: path[cut:].replace(os.sep, "/")
-
-
-def _prune(globs: list[str]) -> list[str]:
-    """rg `-g` arguments for globs on the file name: they only prune what rg prints, so there
-    is less to read (glob_ok still decides: both backends agree on every glob). Globs on the
-    path, or negated ones, mean something else to rg: nothing then."""
-    if not all("/" not in g and not g.startswith("!") for g in globs):
-        return []
-    return [arg for g in globs for arg in ("-g", g)]
-
-
-async def _rg_stream(argv: list[str], take: Callable[[bytes], bool]) -> tuple[int | None, bytes]:
-    """Run rg, feeding each stdout line to `take` until it returns False (then rg is killed).
-    Returns (exit code, first 4 KB of stderr). A worker thread reads the pipe: an asyncio
-    subprocess costs a child-watcher thread and a loop wake-up per chunk, more than a page."""
-    started: list[subprocess.Popen[bytes]] = []
-    with tempfile.TemporaryFile() as err:
-        try:
-            code = await anyio.to_thread.run_sync(_pump, argv, take, err, started,
-                                                  abandon_on_cancel=True)
-        finally:
-            for proc in started:  # cancelled: the thread is abandoned, rg must not run on
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-        err.seek(0)
-        return code, err.read(4096)
-
-
-def _pump(argv: list[str], take: Callable[[bytes], bool], err: IO[bytes],
-          started: list[subprocess.Popen[bytes]]) -> int | None:
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=err) as proc:
-        started.append(proc)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if not take(line.removesuffix(b"\n")):
-                proc.kill()
-                break
-    return proc.returncode
-
-
-def _rg_base(rg: str) -> list[str]:
-    argv = [rg, "--no-config", "--no-ignore", "--sort", "path"]
+def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
+    """rg's walk as the Python walk's. Globs on the file name prune what rg reads (glob_ok
+    still decides: both backends agree on every glob); globs on the path, or negated ones,
+    mean something else to rg and are left out. A glob rg is given outranks its hidden-file
+    rule and the globs before it (the last match wins: `*.js` would list `.eslintrc.js`, and
+    `*` the files in `node_modules/`), so the skipped names come after it."""
+    prune = bool(globs) and all("/" not in g and not g.startswith("!") for g in globs or ())
+    argv = [rg, "--no-config", "--no-ignore"]
+    for g in globs or () if prune else ():
+        argv += ["-g", g]
     for d in SKIP_DIRS:
         argv += ["-g", f"!{d}/"]
-    return argv
+    return [*argv, "-g", "!.*"] if prune else argv
+
+
+async def _rg(argv: list[str], root: str, whole: ripgrep.Lines | ripgrep.Names,
+              tail: ripgrep.Lines | ripgrep.Names, *, cut: bool = True
+              ) -> tuple[list[SearchMatch], bool]:
+    """`ripgrep.run` on a worker thread (an asyncio subprocess costs a child-watcher thread
+    and a loop wake-up per chunk, more than a page); rg is killed if the search is cancelled."""
+    parts = ripgrep.split(root, SKIP_DIRS) if cut and os.path.isdir(root) else None
+    if parts is None:
+        cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
+        plan = ripgrep.Plan([*argv, "--sort", "path", "--", root], None, cwd)
+    else:
+        argv = [*argv, "--sort", "path", "--line-buffered"]
+        globs, dirs = parts
+        mark = os.path.join(tempfile.gettempdir(), f".talaria-{secrets.token_hex(8)}")
+        paths = [os.path.join(root, d) for d in dirs]
+        plan = ripgrep.Plan([*argv, *_globs(globs), "--", root, mark, *paths],
+                            [*argv, "--", *paths] if paths else None, root, mark, tuple(dirs))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        return await anyio.to_thread.run_sync(ripgrep.run, plan, whole, tail, procs,
+                                              abandon_on_cancel=True)
+    finally:
+        for proc in procs:  # cancelled: the thread is abandoned, rg must not run on
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+
+def _globs(globs: list[str]) -> list[str]:
+    return [arg for g in globs for arg in ("-g", g)]
 
 
 async def _rg_files(
     rg: str, root: str, names: list[str], globs: list[str] | None, cap: int
 ) -> list[SearchMatch]:
-    out: list[SearchMatch] = []
-    rel = _relative(root)
+    rel = ripgrep.relative(root)
 
-    def take(raw: bytes) -> bool:
-        path = rel(os.fsdecode(raw))
-        if glob_ok(path, names) and (globs is None or glob_ok(path, globs)):
-            out.append(SearchMatch(path))
-        return len(out) < cap
+    def keep(path: str) -> bool:
+        return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
-    await _rg_stream([*_rg_base(rg), *_prune(names), "--files", "--", root], take)
-    return out
-
-
-def _text(field: dict[str, str]) -> str:
-    if "text" in field:
-        return field["text"]
-    return os.fsdecode(base64.b64decode(field["bytes"]))
+    argv = [*_rg_base(rg, names), "--files"]
+    # Not cut: a listing prints a line a file, and `--line-buffered` (for the mark) costs a
+    # page of names 20-50% (a write a line); a whole listing is ~3x quicker than a content search.
+    found, _ = await _rg(argv, root, ripgrep.Names(rel, keep, cap),
+                         ripgrep.Names(rel, keep, cap), cut=False)
+    return found
 
 
 async def _rg_content(
     rg: str, root: str, pattern: str, globs: list[str] | None, cap: int
 ) -> list[SearchMatch] | None:
     """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
-    argv = [*_rg_base(rg), "--json", "--crlf", "--no-mmap", "--max-filesize", str(MAX_FILE_BYTES)]
-    if globs:
-        argv += _prune(globs)
-    out: list[SearchMatch] = []
-    rel = _relative(root)
-    pending: list[SearchMatch] = []
-    """The current file's matches: kept once its `end` record says it is not binary."""
-    wanted = [True]
-
-    def take(raw: bytes) -> bool:
-        if raw.startswith(b'{"type":"match"'):
-            if wanted[0] and len(out) + len(pending) < cap:  # past cap only the end matters
-                data = json.loads(raw)["data"]
-                text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
-                path = rel(_text(data["path"]))
-                pending.append(SearchMatch(path, data["line_number"], text[:MAX_LINE_CHARS]))
-        elif raw.startswith(b'{"type":"begin"'):
-            path = _text(json.loads(raw)["data"]["path"])
-            wanted[0] = globs is None or glob_ok(rel(path), globs)
-        elif raw.startswith(b'{"type":"end"'):
-            if json.loads(raw)["data"].get("binary_offset") is None:
-                out.extend(pending)
-            pending.clear()
-            return len(out) < cap
-        return True
-
-    code, err = await _rg_stream([*argv, "-e", pattern, "--", root], take)
-    if code == 2 and not out and b"regex" in err:
-        return None
-    return out
+    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap",
+            "--max-filesize", str(MAX_FILE_BYTES), "-e", pattern]
+    rel = ripgrep.relative(root)
+    found, refused = await _rg(argv, root, ripgrep.Lines(rel, globs, cap),
+                               ripgrep.Lines(rel, globs, cap))
+    return None if refused else found

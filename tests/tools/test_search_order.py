@@ -1,0 +1,98 @@
+"""The local search's pages on real rg and real files: the same page on every call, offset
+pages that neither overlap nor skip, and globs that do not bring back what the walk skips."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from talaria.tools.local import search as local_search
+from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.workspace import SearchMatch
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["rg", "python"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "rg":
+        if shutil.which("rg") is None:
+            pytest.skip("ripgrep not installed")
+    else:
+        monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
+    return request.param
+
+
+def make_tree(root: Path) -> None:
+    # "b-c" sorts before "b/" as text but after the directory "b" by component; "é" is past
+    # ASCII; hidden files and node_modules match the globs below by name.
+    for a in ("a", "b-c", "b", "z", "é"):
+        for b in ("x", "y.d", "_u"):
+            for n in range(3):
+                (root / a / b).mkdir(parents=True, exist_ok=True)
+                (root / a / b / f"f{n}.py").write_text(f"hit {a}{b}{n}\nmiss\nhit again\n")
+        (root / a / "top.py").write_text("hit top\n")
+    (root / "root.py").write_text("hit root\r\nhit again\r\n")
+    (root / "nodes.txt").write_text("hit nodes\n")
+    (root / "z" / "app.js").write_text("hit app\n")
+    (root / "b" / ".hidden").mkdir()
+    (root / "b" / ".hidden" / "h.py").write_text("hit hidden\n")
+    (root / "b" / ".h.py").write_text("hit hidden file\n")
+    (root / ".eslintrc.js").write_text("hit\n")
+    (root / "node_modules" / "m").mkdir(parents=True)
+    (root / "node_modules" / "m" / "i.py").write_text("hit module\n")
+    (root / "a" / "__pycache__").mkdir()
+    (root / "a" / "__pycache__" / "c.py").write_text("hit cache\n")
+
+
+async def test_offset_pages_neither_overlap_nor_skip(tmp_path: Path, backend: str) -> None:
+    make_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    for target, pattern in (("content", "hit"), ("files", "*.py")):
+        whole = await ws.search(pattern, root=tmp_path, target=target, limit=500)
+        assert whole.total_exact and whole.total == len(whole.matches)
+        paged: list[SearchMatch] = []
+        while True:
+            page = await ws.search(pattern, root=tmp_path, target=target, limit=7,
+                                   offset=len(paged))
+            again = await ws.search(pattern, root=tmp_path, target=target, limit=7,
+                                    offset=len(paged))
+            assert page == again  # the same page on every call
+            paged += page.matches
+            if page.total_exact:
+                break
+            assert page.total > len(paged)  # a bound, and it says there is more
+        assert paged == whole.matches
+        paths = [m.path for m in paged]
+        assert paths == sorted(paths, key=lambda p: p.encode().split(b"/"))
+
+
+@pytest.mark.parametrize(("pattern", "target", "glob"), [
+    ("*", "files", None),
+    ("*.py", "files", None),
+    ("*.js", "files", None),
+    ("node*", "files", None),
+    ("hit", "content", "*.py"),
+    ("hit", "content", "*"),
+    ("hit", "content", "*.{js,py}"),
+])
+async def test_a_glob_brings_back_nothing_the_walk_skips(
+    tmp_path: Path, backend: str, pattern: str, target: str, glob: str | None
+) -> None:
+    # rg's last matching glob wins, over its hidden-file rule too: `*.js` listed .eslintrc.js
+    # and `*` the files in node_modules until the skipped names came after the given glob.
+    make_tree(tmp_path)
+    page = await LocalWorkspace(tmp_path).search(pattern, root=tmp_path, target=target,
+                                                 file_glob=glob, limit=500)
+    paths = {m.path for m in page.matches}
+    assert page.total_exact and paths
+    for skipped in ("b/.h.py", "b/.hidden/h.py", ".eslintrc.js", "node_modules/m/i.py",
+                    "a/__pycache__/c.py"):
+        assert skipped not in paths
