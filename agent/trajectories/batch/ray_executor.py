@@ -111,26 +111,42 @@ class RayExecutor:
         reused = await self._alive(_PARKED.pop(self.slots, [])) if not self._started_here else []
         nodes = sorted(n["NodeID"] for n in ray.nodes()
                        if n.get("Alive") and n.get("Resources", {}).get("CPU"))
-        started = reused + [self._place(nodes, i).remote() for i in range(actors - len(reused))]
+        placed = [self._place(nodes, i).remote() for i in range(actors - len(reused))]
         try:  # every actor up (its imports done) before the first job: the start, counted once
-            await anyio.to_thread.run_sync(lambda: ray.get(
-                [a.node.remote() for a in started], timeout=ACTOR_START_TIMEOUT_S))
+            started = reused + await anyio.to_thread.run_sync(self._started, placed)
         except ray.exceptions.RayError as exc:
             raise ValueError(f"Ray: the batch's workers did not start: {exc}") from exc
         self._free = dict.fromkeys(started, self.slots)
         return self
 
     def _place(self, nodes: list[str], index: int) -> Any:
-        """The `index`-th first actor, on `nodes` (those with CPUs) in turn (SPREAD alone may
-        put them all on one node while another is still reporting in); soft: anywhere if that
-        node is gone."""
+        """The `index`-th first actor, on `nodes` (those with CPUs) in turn: SPREAD alone may
+        put them all on one node while another is still reporting in, and a soft affinity
+        sent them all to one node of two in most tries (Ray 2.x, actors of no CPU). Hard, so
+        an actor whose node went meanwhile fails to start and is replaced (`_started`)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not nodes:
             return self._actor_class
         node = nodes[index % len(nodes)]
         return self._actor_class.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=True))
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
+
+    def _started(self, actors: list[Any]) -> list[Any]:
+        """`actors` once each answers, one that cannot start on its node (gone) replaced by
+        one placed anywhere (a worker thread: it waits for them)."""
+        ray = self._ray
+        pending = [(actor, actor.node.remote()) for actor in actors]
+        out = []
+        for actor, ref in pending:  # all asked at once: the wait is the slowest start
+            try:
+                ray.get(ref, timeout=ACTOR_START_TIMEOUT_S)
+            except (ray.exceptions.ActorUnschedulableError, ray.exceptions.RayActorError):
+                self._kill(actor)
+                actor = self._actor_class.remote()
+                ray.get(actor.node.remote(), timeout=ACTOR_START_TIMEOUT_S)
+            out.append(actor)
+        return out
 
     async def _alive(self, actors: list[Any]) -> list[Any]:
         """Those of `actors` that still answer (a parked one may have gone with its node)."""
@@ -171,9 +187,11 @@ class RayExecutor:
             self._ray.kill(actor, no_restart=True)
 
     def _take(self) -> Any:
-        """The live actor with the most free slots (one is free: the semaphore says so)."""
-        actor = max(self._free, key=lambda a: self._free[a])
-        self._free[actor] -= 1
+        """The live actor with the most free slots (one is free: the semaphore says so), of
+        those the one unused longest: jobs that end before the next starts (a fast model, a
+        busy driver) go round every actor and node, not always to the first."""
+        actor = max(self._free, key=self._free.__getitem__)
+        self._free[actor] = self._free.pop(actor) - 1  # to the end: last among equals
         return actor
 
     def _give_back(self, actor: Any) -> None:
