@@ -99,8 +99,9 @@ def count_as_the_loop_does(messages: list[dict[str, Any]]) -> None:
     tokens.count_messages(messages[start:])
 
 
-async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str, list[float]]:
-    """The real compact_session (as /compact runs it) on a session with a SQLite store."""
+def stored_session(messages: list[dict[str, Any]], root: Path) -> tuple[Any, Any]:
+    """(session, store): a real session with a SQLite store under `root`, `messages` after
+    the first (the system prompt) committed to its transcript as the loop would have."""
     from talaria.agent.config import load_config
     from talaria.agent.door import LocalDoor
     from talaria.agent.providers.factory import create_retrying_provider
@@ -108,16 +109,22 @@ async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str
     from talaria.agent.store import Store
     from talaria.tools.local.workspace import LocalWorkspace
 
-    timings: dict[str, list[float]] = {"session_stage1_counted": [], "session_full_counted": []}
     env = {"TALARIA_HOME": str(root), "OPENAI_API_KEY": "sk-bench"}
     config = load_config({"model": "openai:bench"}, env=env)
     provider = create_retrying_provider("openai:bench", [], env=env)  # never called
     store = Store(root / "sessions.db")
     session = new_session(config, Opening(root, mode="bypass"), door=LocalDoor(LocalWorkspace(root)),
                           provider=provider, store=store)
-    session.context_window = WINDOW
-    for message in messages[1:]:  # the transcript, as the loop would have committed it
+    for message in messages[1:]:
         store.append(session.id, message)
+    return session, store
+
+
+async def _time_sessions(messages: list[dict[str, Any]], root: Path) -> dict[str, list[float]]:
+    """The real compact_session (as /compact runs it) on a session with a SQLite store."""
+    timings: dict[str, list[float]] = {"session_stage1_counted": [], "session_full_counted": []}
+    session, store = stored_session(messages, root)
+    session.context_window = WINDOW
     original = [*session.messages, *messages[1:]]
     session.summarizer = InstantSummarizer()
     for stage, force in (("stage1", False), ("full", True)):

@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 
 from benchmarks import hermes
-from benchmarks.compaction import InstantSummarizer, count_as_the_loop_does
+from benchmarks.compaction import InstantSummarizer, count_as_the_loop_does, stored_session
 from benchmarks.synthetic import tool_heavy_session
 from talaria.agent.context import tokens
 from talaria.agent.context.compaction import compact, compact_session
@@ -193,28 +193,14 @@ async def _time_loaded(
     its store and compacted on its first turn, as `compact_if_needed` does over the threshold
     (a summary forced, as Hermes always makes one). `ahead`: the count `SessionHost.warm`
     makes before the first prompt is not timed (the user's reading and typing)."""
-    from talaria.agent.config import load_config
-    from talaria.agent.door import LocalDoor
-    from talaria.agent.providers.factory import create_retrying_provider
-    from talaria.agent.runtime import Opening, new_session
-    from talaria.agent.store import Store
-    from talaria.tools.local.workspace import LocalWorkspace
-
     root.mkdir()
-    env = {"TALARIA_HOME": str(root), "OPENAI_API_KEY": "sk-bench"}
-    config = load_config({"model": "openai:bench"}, env=env)
-    provider = create_retrying_provider("openai:bench", [], env=env)  # never called
-    store = Store(root / "sessions.db")
-    session = new_session(config, Opening(root, mode="bypass"), door=LocalDoor(LocalWorkspace(root)),
-                          provider=provider, store=store)
-    for message in messages[1:]:  # the transcript, as the earlier process committed it
-        store.append(session.id, message)
+    session, store = stored_session(messages, root)  # as the earlier process committed it
     session.context.replace([*session.messages, *messages[1:]])
     if kept:  # that process counted it exactly (the loop, near the threshold)
         await session.context.exact(session.tool_definitions())
     session.store = None  # the snapshot's write is not timed (nor is Hermes' database)
     history = store.messages(session.id, include_archived=False)
-    meta = store.get_session(session.id).meta  # type: ignore[union-attr]
+    meta = store.get_session(session.id).meta
     session.context_window, session.summarizer = window, InstantSummarizer()
     samples: list[float] = []
     for _ in range(RUNS):

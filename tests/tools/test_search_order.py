@@ -3,12 +3,10 @@ pages that neither overlap nor skip, and globs that do not bring back what the w
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from talaria.tools.local import search as local_search
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.workspace import SearchMatch
 
@@ -18,16 +16,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(params=["rg", "python"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "rg":
-        if shutil.which("rg") is None:
-            pytest.skip("ripgrep not installed")
-    else:
-        monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
-    return request.param
 
 
 def make_tree(root: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 from talaria.agent.tool_runner import invoke
 from talaria.tools.builtin import load_builtin_tools
 from talaria.tools.context import ToolContext
-from talaria.tools.local import search as local_search
 from talaria.tools.local.workspace import LocalWorkspace
 
 pytestmark = pytest.mark.anyio
@@ -20,16 +18,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(params=["rg", "python"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "rg":
-        if shutil.which("rg") is None:
-            pytest.skip("ripgrep not installed")
-    else:
-        monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
-    return request.param
 
 
 async def call(cwd: Path, **args: Any) -> dict[str, Any]:
