@@ -235,14 +235,15 @@ class Plan:
     """The tail's directories, relative to the root."""
 
 
-def run(plan: Plan, whole: Lines | Names, tail: Lines | Names,
+def run(plan: Plan, whole: Lines | Names, tail: Lines | Names | None,
         procs: list[subprocess.Popen[bytes]]) -> tuple[list[SearchMatch], bool]:
     """The first `cap` matches in order and whether rg refused the pattern. `whole` reads one
     rg over the whole tree, as one `rg --sort path` would. If it is still in the head after
     TAIL_AFTER_S, a second rg searches the tail beside it (read by `tail`); once the first is
     past the head (its error for `plan.mark`) it stops, and the tail's matches follow the
-    head's. A search whose head ends sooner runs one process."""
-    if plan.tail is None:
+    head's. A search whose head ends sooner runs one process; a plan with no tail (or no
+    `tail` to read it) runs one rg."""
+    if plan.tail is None or tail is None:
         return _one(plan, whole, procs)
     cap = whole.cap
     main = _Rg(plan.whole, procs, plan.cwd, whole.take, plan.mark)

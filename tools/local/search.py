@@ -123,11 +123,11 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
 
 
 async def _rg(argv: list[str], root: str, whole: ripgrep.Lines | ripgrep.Names,
-              tail: ripgrep.Lines | ripgrep.Names, *, cut: bool = True
-              ) -> tuple[list[SearchMatch], bool]:
+              tail: ripgrep.Lines | ripgrep.Names | None = None) -> tuple[list[SearchMatch], bool]:
     """`ripgrep.run` on a worker thread (an asyncio subprocess costs a child-watcher thread
-    and a loop wake-up per chunk, more than a page); rg is killed if the search is cancelled."""
-    parts = ripgrep.split(root, SKIP_DIRS) if cut and os.path.isdir(root) else None
+    and a loop wake-up per chunk, more than a page); rg is killed if the search is cancelled.
+    `tail` reads the second rg of a tree cut in two; None: one rg, never cut."""
+    parts = ripgrep.split(root, SKIP_DIRS) if tail is not None and os.path.isdir(root) else None
     if parts is None:
         cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
         plan = ripgrep.Plan([*argv, "--sort", "path", "--", root], None, cwd)
@@ -163,8 +163,7 @@ async def _rg_files(
     argv = [*_rg_base(rg, names), "--files"]
     # Not cut: a listing prints a line a file, and `--line-buffered` (for the mark) costs a
     # page of names 20-50% (a write a line); a whole listing is ~3x quicker than a content search.
-    found, _ = await _rg(argv, root, ripgrep.Names(rel, keep, cap),
-                         ripgrep.Names(rel, keep, cap), cut=False)
+    found, _ = await _rg(argv, root, ripgrep.Names(rel, keep, cap))
     return found
 
 
