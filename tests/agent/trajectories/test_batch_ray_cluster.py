@@ -101,7 +101,9 @@ def test_a_killed_worker_node_loses_and_duplicates_nothing(cluster: RayCluster, 
             if killed_at is None and done >= KILL_AFTER and len(
                     before := {r["ray_node"] for r in records(run_dir)}) == 2:
                 cluster.kill_node(1)
-                killed_at = done
+                # Counted once its processes are dead: lines written since `done` was read
+                # came from both nodes (the jobs alternate between them).
+                killed_at = len(records(run_dir))
             time.sleep(0.2)
         out, err = proc.communicate(timeout=60)
     finally:
