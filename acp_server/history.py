@@ -16,6 +16,7 @@ import anyio
 import anyio.lowlevel
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
+from talaria.agent import heap
 from talaria.agent.events import Compacted
 from talaria.agent.store_rows import UNREADABLE
 from talaria.agent.transcript import (
@@ -73,12 +74,7 @@ def _trim_heap(store: Store) -> None:
     """SQLite keeps the pages a replay read (up to its 2 MB cache) and glibc the memory freed
     since: both handed back."""
     store.release_memory()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError) as exc:  # not glibc: the memory stays reusable here
-        log.debug("malloc_trim unavailable: %s", exc)
+    heap.trim()
 
 
 def replay_updates(

@@ -1,8 +1,9 @@
-"""Memory of a loaded session: RSS of `talaria acp` after `session/load` of a stored session
-of 200, 2,000 and 20,000 messages (and, with TALARIA_BENCH_HERMES, of Hermes' ACP adapter
-after loading the same conversation from its own store, in the same run).
+"""Memory of a loaded session: RSS of `talaria acp` once `session/load` of a stored session
+of 200, 2,000 and 20,000 messages and what follows it have settled (and, with
+TALARIA_BENCH_HERMES, of Hermes' ACP adapter after loading the same conversation from its own
+store, in the same rounds). ROUNDS loads of each; medians.
 
-    session_load_rss_mb   per size: RSS after the load's answer (`rss`) and its peak (`hwm`),
+    session_load_rss_mb   per size: RSS once settled (`rss`) and its peak (`hwm`),
                           the growth from the smallest size and per message; target (issue
                           29): growth ≤ Hermes'. `text_kb_per_message`: what a message's
                           texts weigh (content, tool-call arguments); Talaria's
@@ -17,7 +18,10 @@ for both agents.
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,9 +30,17 @@ from typing import Any
 
 from benchmarks import hermes
 from benchmarks.acp_client import INIT, RawClient, child_env
+from benchmarks.ray_cluster import process_tree
 from benchmarks.startup import hermes_command, hermes_env
 
 SIZES = (200, 2_000, 20_000)
+ROUNDS = 3
+"""Loads of each size per agent; the figures are medians (a round's growth is from its own
+smallest load)."""
+SETTLE_S = 2.0
+SETTLE_MB = 0.1
+SETTLE_CPU_S = 0.05
+SETTLE_MAX_S = 20.0
 OVERHEAD_KB_PER_MESSAGE = 0.6
 """What a loaded message may hold beyond its texts: its dict (184 bytes), a header per
 string (49), a tool call's dict and list (~270), the heap's slack."""
@@ -97,62 +109,112 @@ def _load(env: dict[str, str], cwd: Path, session_id: str, command: list[str] | 
     took = time.perf_counter() - started
     if "error" in reply:
         raise RuntimeError(f"session/load failed: {reply['error']}")
-    time.sleep(0.2)
-    status = Path(f"/proc/{client.proc.pid}/status").read_text()
-    fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status.splitlines()
-              if line.startswith(("VmRSS", "VmHWM"))}
+    fields = _settled(client.proc.pid)
     client.close()
     return fields["VmRSS"], fields["VmHWM"], took
 
 
+def _settled(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (MB) once what follows a load (a count ahead of the first prompt, the
+    turn's modules) is done: for SETTLE_S, RSS moved by at most SETTLE_MB and the process
+    and its children (the token child) spent at most SETTLE_CPU_S of CPU; at most
+    SETTLE_MAX_S. A reading 0.2 s after the answer caught a count ahead part way, a few MB
+    more or less from one run to the next."""
+    def read() -> tuple[float, float, float]:
+        status = Path(f"/proc/{pid}/status").read_text()
+        fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status.splitlines()
+                  if line.startswith(("VmRSS", "VmHWM"))}
+        return fields["VmRSS"], fields["VmHWM"], _cpu_s(process_tree({pid}))
+
+    started = time.monotonic()
+    since, first = time.monotonic(), read()
+    now = first
+    while time.monotonic() - started < SETTLE_MAX_S:
+        time.sleep(0.1)
+        now = read()
+        if abs(now[0] - first[0]) > SETTLE_MB or now[2] - first[2] > SETTLE_CPU_S:
+            since, first = time.monotonic(), now
+        elif time.monotonic() - since >= SETTLE_S:
+            break
+    return {"VmRSS": now[0], "VmHWM": now[1]}
+
+
+def _cpu_s(pids: set[int]) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def session_load() -> Iterator[dict[str, Any]]:
     root = hermes.checkout()
+    runs: dict[str, dict[int, list[tuple[float, float, float]]]] = {
+        "talaria": {size: [] for size in SIZES}, "hermes": {size: [] for size in SIZES}}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         cwd = base / "project"
         cwd.mkdir()
-        results: dict[str, dict[int, tuple[float, float, float]]] = {"talaria": {}, "hermes": {}}
+        # The replay model: no SDK loads after the answer (its ~25 MB would land on a
+        # measurement or not, depending on how fast the load was).
+        scenario = base / "scenario.json"
+        scenario.write_text(json.dumps({"turns": [{"text": "ok"}]}))
         for size in SIZES:
             messages = conversation(size)
-            sid = f"load-{size}"
-            home = base / f"talaria-{size}"
-            # The replay model: no SDK loads after the answer (its ~25 MB would land on a
-            # measurement or not, depending on how fast the load was).
-            scenario = base / "scenario.json"
-            scenario.write_text(json.dumps({"turns": [{"text": "ok"}]}))
-            _talaria_store(home, sid, cwd, messages, model=f"replay:{scenario}")
-            env = child_env(TALARIA_HOME=str(home), TALARIA_MODEL=f"replay:{scenario}")
-            results["talaria"][size] = _load(env, cwd, sid, None)
+            _talaria_store(base / f"talaria-{size}", f"load-{size}", cwd, messages,
+                           model=f"replay:{scenario}")
             if root is not None:
-                hermes_home = base / f"hermes-{size}"
-                hermes_home.mkdir()
-                with hermes.HermesProcess(root, _HERMES_DRIVER, env={"HERMES_HOME": str(hermes_home)}) as h:
-                    h.call("store", session_id=sid, cwd=str(cwd), messages=messages)
-                results["hermes"][size] = _load(hermes_env(child_env(), str(hermes_home)), cwd, sid,
-                                                hermes_command(root))
+                (base / f"hermes-{size}").mkdir()
+                with hermes.HermesProcess(root, _HERMES_DRIVER,
+                                          env={"HERMES_HOME": str(base / f"hermes-{size}")}) as h:
+                    h.call("store", session_id=f"load-{size}", cwd=str(cwd), messages=messages)
+        for n in range(ROUNDS):  # the agents and sizes take turns: load drift hits all alike
+            for size in SIZES:
+                # A copy as stored, each round: a load keeps the count it made ahead with the
+                # session, and the next load of it would not count (nor hold what counting leaves)
+                home = base / f"talaria-{size}-{n}"
+                shutil.copytree(base / f"talaria-{size}", home)
+                env = child_env(TALARIA_HOME=str(home), TALARIA_MODEL=f"replay:{scenario}")
+                runs["talaria"][size].append(_load(env, cwd, f"load-{size}", None))
+                if root is not None:
+                    runs["hermes"][size].append(_load(
+                        hermes_env(child_env(), str(base / f"hermes-{size}")), cwd,
+                        f"load-{size}", hermes_command(root)))
+    yield from _figures(runs)
+
+
+def _figures(runs: dict[str, dict[int, list[tuple[float, float, float]]]]) -> Iterator[dict[str, Any]]:
+    median = statistics.median
     for size in SIZES:
         messages = conversation(size)
         text_kb = sum(len(m["content"]) + sum(len(c["function"]["arguments"])
                                               for c in m.get("tool_calls") or ())
                       for m in messages) / len(messages) / 1024
         out: dict[str, Any] = {"metric": "session_load_rss_mb", "messages": size,
-                               "text_kb_per_message": round(text_kb, 2)}
-        for who, got in results.items():
-            if size not in got:
+                               "text_kb_per_message": round(text_kb, 2), "rounds": ROUNDS}
+        growth: dict[str, float] = {}
+        for who, got in runs.items():
+            if not got[size]:
                 continue
-            rss, hwm, took = got[size]
-            small = got[SIZES[0]][0]
-            per = (rss - small) * 1024 / (size - SIZES[0]) if size > SIZES[0] else None
-            out[who] = {"rss": round(rss, 1), "hwm": round(hwm, 1), "load_s": round(took, 3),
-                        "growth": round(rss - small, 1),
+            rss = [r[0] for r in got[size]]
+            # each round's growth from its own smallest load
+            grew = [r - small[0] for r, small in zip(rss, got[SIZES[0]], strict=True)]
+            growth[who] = median(grew)
+            per = growth[who] * 1024 / (size - SIZES[0]) if size > SIZES[0] else None
+            out[who] = {"rss": round(median(rss), 1), "hwm": round(median(r[1] for r in got[size]), 1),
+                        "load_s": round(median(r[2] for r in got[size]), 3),
+                        "growth": round(growth[who], 1), "growth_per_round": [round(g, 1) for g in grew],
                         "kb_per_message": None if per is None else round(per, 2)}
             if who == "talaria" and per is not None:
                 out[who] |= {"overhead_kb_per_message": round(per - text_kb, 2),
                              "target_overhead_kb": OVERHEAD_KB_PER_MESSAGE}
-        if size > SIZES[0] and len(results["hermes"]) == len(SIZES):
-            hermes_growth = results["hermes"][size][0] - results["hermes"][SIZES[0]][0]
-            talaria_growth = results["talaria"][size][0] - results["talaria"][SIZES[0]][0]
-            out["growth_vs_hermes"] = round(talaria_growth / hermes_growth, 2)
+        if size > SIZES[0] and growth.get("hermes"):
+            out["growth_vs_hermes"] = round(growth["talaria"] / growth["hermes"], 2)
         yield out
 
 

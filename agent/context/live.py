@@ -187,16 +187,20 @@ class LiveContext:
                 self.on_counted(Counted(start + len(new), before + counted, fed.hexdigest()))
         return before + counted + tool_tokens
 
-    async def count_ahead(self, tools: list[dict[str, Any]], threshold: float) -> None:
+    async def count_ahead(self, tools: list[dict[str, Any]], threshold: float) -> bool:
         """Before a loaded session's first prompt (`SessionHost.warm`): if the bound reaches
         `threshold` tokens already, that prompt's automatic compaction would first wait for an
         exact count of it all (1M tokens: ~0.3 s, and the token child's start); it is made
-        now, while the user reads and types. A kept count (`Counted`) leaves nothing to count."""
-        if self.bound(tools) >= threshold:
-            try:
-                await self.exact(tools)
-            except Exception as exc:  # the first prompt counts again, and reports what fails
-                log.info("could not count the loaded session ahead of its first prompt: %s", exc)
+        now, while the user reads and types. A kept count (`Counted`) leaves nothing to count.
+        True if it counted."""
+        if self.bound(tools) < threshold:
+            return False
+        try:
+            await self.exact(tools)
+        except Exception as exc:  # the first prompt counts again, and reports what fails
+            log.info("could not count the loaded session ahead of its first prompt: %s", exc)
+            return False
+        return True
 
     def resume(self, resumed: Resumed | None) -> None:
         """Take a kept exact count of the first messages (`resumed` checked that they are the

@@ -7,7 +7,8 @@ UTF-8 bytes, which over-counts English slightly and is safe for budgeting.
 
 Counts are cached by text: the loop sizes the same texts at every call. Counting a
 200K-token session with tiktoken takes ~90 ms; a cached one ~1 ms. The cache holds no text,
-only (hash, length) -> count, so it pins no memory of dropped messages. Compaction counts
+only hash -> count in flat arrays (`count_cache.py`, ~20-36 bytes a text), so it pins no
+memory of dropped messages. Compaction counts
 nothing: `estimate` takes the cached count, else a third of the UTF-8 bytes.
 
 On the event loop, only `bound` / `bound_messages`: an upper bound that never builds the
@@ -29,6 +30,8 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from talaria.agent.context.count_cache import CountCache
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +55,9 @@ ESTIMATE_BYTES_PER_TOKEN = 3
 """`estimate`'s bytes per token for a text never counted: cl100k's ratio on tool output and
 code is ~3-3.5 (prose ~4.5), so the estimate errs high on most of what compaction drops."""
 CACHE_ENTRIES = 50_000
-"""Texts whose count is kept; when full, the oldest half is dropped."""
+"""Texts whose count is kept (at most ~1.5 MB); when full, the cache starts again empty."""
 
-_counts: dict[tuple[int, int], int] = {}
+_counts = CountCache()
 _counter: Callable[[str], int | None] | None = None
 """Where exact counts are made instead of here (`count_with`); its None means: here."""
 _building = threading.Lock()
@@ -94,14 +97,11 @@ def count(text: str) -> int:
     if len(text) < CACHE_MIN_CHARS:
         return _count(text)
     # A str caches its own hash, so a repeated lookup of the same message text costs O(1).
-    # Two different texts colliding on (64-bit hash, length) would only swap two estimates.
-    key = (hash(text), len(text))
+    key = hash(text)
     found = _counts.get(key)
     if found is None:
-        if len(_counts) >= CACHE_ENTRIES:
-            for old in list(_counts)[: CACHE_ENTRIES // 2]:
-                _counts.pop(old, None)  # a worker thread may be counting too
-        found = _counts[key] = _count(text)
+        found = _count(text)
+        _counts.put(key, found, CACHE_ENTRIES)
     return found
 
 
@@ -123,7 +123,7 @@ def estimate(text: str) -> int:
 
 
 def _cached(text: str) -> int | None:
-    return _counts.get((hash(text), len(text))) if len(text) >= CACHE_MIN_CHARS else None
+    return _counts.get(hash(text)) if len(text) >= CACHE_MIN_CHARS else None
 
 
 def _bytes(text: str) -> int:

@@ -40,6 +40,7 @@ from talaria.agent.host.parts import (
     Outcome,
     RootsInUse,
     closer,
+    count_ahead,
     import_once,
     loaded,
     queued,
@@ -162,8 +163,7 @@ class SessionHost:
             if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
                 prestart(session)
             tg.start_soon(self.load_turn_modules)
-            threshold = session.context_window * session.compact_threshold
-            tg.start_soon(session.context.count_ahead, session.tool_definitions(), threshold)
+            tg.start_soon(count_ahead, session, session.context_window * session.compact_threshold)
 
     async def open(self, cwd: Path, *, model: str | None = None, mode: str | None = None,
                    mcp_servers: tuple[ServerSpec, ...] = (), environment: str | None = None,
