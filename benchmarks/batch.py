@@ -2,11 +2,13 @@
 
     batch                 200 scripted tasks (write a file, read it back, report: 3 model calls,
                           2 tool calls each), 8 workers, an instant model (the replay provider
-                          playing a recorded scenario per task); local
-                          worker processes, then a local Ray instance of this machine's CPUs
-                          (cold: its actors start in the run; warm: a second run reuses them). Overhead per task outside
-                          the model = time in the worker minus time in model calls, plus the
-                          runner's bookkeeping (trajectory append + fsync + checkpoint).
+                          playing a recorded scenario per task); local worker processes, then
+                          a local Ray instance of this machine's CPUs (cold: its actors start
+                          in the run), then WARM_ROUNDS of the local executor and warm Ray
+                          (the actors reused) in turn: `batch_ray_warm_vs_local`, medians.
+                          Overhead per task outside the model = time in the worker minus time
+                          in model calls, plus the runner's bookkeeping (trajectory append +
+                          fsync + checkpoint).
     batch_model_time      12 one-call tasks, 3 workers, the model taken from the configuration
                           (no --model), a canned OpenAI endpoint on loopback answering after
                           MODEL_DELAY_S, through the real SDK: model_s of
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import statistics
 import string
 import tempfile
 import time
@@ -30,6 +33,7 @@ from typing import Any
 
 TASKS = 200
 WORKERS = 8
+WARM_ROUNDS = 3
 OVERHEAD_TARGET_MS = 100.0
 
 
@@ -95,9 +99,25 @@ def batch() -> Iterator[dict[str, Any]]:
                        "note": "cold: the run starts its Ray actors (one per CPU, each "
                                "importing Talaria) within wall_s; the instance's start is "
                                "counted once, in wall_s_with_start"}
-                yield {**_run("ray", root, "ray-warm"),
-                       "note": "warm: a second run of this process on the same Ray instance "
-                               "(the first run's actors reused)"}
+                # local and warm Ray take turns: load drift hits both alike
+                pairs = [(_run("local", root, f"local-{n}"), _run("ray", root, f"ray-warm-{n}"))
+                         for n in range(WARM_ROUNDS)]
+                local = statistics.median(p[0]["wall_s"] for p in pairs)
+                warm = statistics.median(p[1]["wall_s"] for p in pairs)
+                yield {"metric": "batch_ray_warm_vs_local", "tasks": TASKS, "workers": WORKERS,
+                       "rounds": WARM_ROUNDS, "local_wall_s": round(local, 2),
+                       "ray_warm_wall_s": round(warm, 2), "warm_vs_local": round(warm / local, 2),
+                       "per_round": [[p[0]["wall_s"], p[1]["wall_s"]] for p in pairs],
+                       "ray_warm_overhead_ms_per_task": statistics.median(
+                           p[1]["overhead_ms_per_task"] for p in pairs),
+                       "local_overhead_ms_per_task": statistics.median(
+                           p[0]["overhead_ms_per_task"] for p in pairs),
+                       "completed": min(r["completed"] for p in pairs for r in p),
+                       "target": "warm_vs_local <= 1",
+                       "note": "warm: later runs of this process on the same Ray instance (the "
+                               "first run's actors reused); local: a run of the local executor "
+                               "(its forkserver and workers started in the run, as every "
+                               "`talaria batch` does)"}
             finally:
                 ray.shutdown()
         finally:
