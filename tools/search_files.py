@@ -63,11 +63,17 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": str(exc)}
     matches: list[Any] = []
     concealed = 0
+    shown_as: dict[str, str | None] = {}
+    """A path's shown form, None if concealed: a page's matches are in a few files."""
     for m in page.matches:
-        if ctx.conceal is not None and ctx.conceal(root / m.path):
+        if m.path not in shown_as:
+            path = root / m.path
+            concealed_path = ctx.conceal is not None and ctx.conceal(path)
+            shown_as[m.path] = None if concealed_path else display(path, ctx.cwd)
+        shown = shown_as[m.path]  # a file root's own path is "."
+        if shown is None:
             concealed += 1
             continue
-        shown = display(root / m.path, ctx.cwd)  # a file root's own path is "."
         if target == "files":
             matches.append(shown)
         else:

@@ -85,8 +85,9 @@ class Lines:
             if self.wanted and len(self.found) + len(self.pending) < self.cap:
                 self.pending.append(_match(raw, self.rel))
         elif raw.startswith(b'{"type":"begin"'):
-            path = _text(json.loads(raw)["data"]["path"])
-            self.wanted = self.globs is None or glob_ok(self.rel(path), self.globs)
+            if self.globs is not None:
+                path = _text(json.loads(raw)["data"]["path"])
+                self.wanted = glob_ok(self.rel(path), self.globs)
         elif raw.startswith(b'{"type":"end"'):
             if self.pending and _kept(raw):
                 self.found.extend(self.pending)
