@@ -17,7 +17,7 @@ import anyio.lowlevel
 
 from talaria.acp_server.updates import compaction, locations, plan_entries, text_block, tool_content
 from talaria.agent import heap
-from talaria.agent.events import Compacted
+from talaria.agent.events import Compacted, stored_estimated
 from talaria.agent.store_rows import UNREADABLE
 from talaria.agent.transcript import (
     Message,
@@ -88,7 +88,7 @@ def replay_updates(
                 str(message.get("id", "")), int(message.get("before_tokens") or 0),
                 int(message.get("after_tokens") or 0), int(message.get("stage") or 1),
                 bool(message.get("applied")), message.get("summary"),
-                bool(message.get("fallback")), message.get("error"),
+                bool(message.get("fallback")), message.get("error"), stored_estimated(message),
             )
             yield from compaction(event, client_supports=compaction_updates)
         elif is_event(message) and message.get("type") == UNREADABLE:  # the rest loads

@@ -147,19 +147,22 @@ def compaction(event: ev.Compacted, *, client_supports: bool,
             "sessionUpdate": "compaction_update", "compactionId": event.id,
             "status": "completed" if event.applied else "failed",
             "_meta": {"talaria": {"beforeTokens": event.before, "afterTokens": event.after,
+                                  "estimated": list(event.estimated),
                                   "stage": event.stage, "fallback": event.fallback}},
         }
         if summary and streamed and streamed.strip() != summary:
             update["summary"] = [text_block(summary)]
+        before, after = event.figures()
         if event.error or not event.applied:
             update["error"] = event.error or (
-                f"the context stays at {event.before:,} tokens: what compaction keeps whole "
+                f"the context stays at {before} tokens: what compaction keeps whole "
                 "(the system prompt, the first request, the latest turn) is nearly all of it")
         return [*updates, update]
+    before, after = event.figures()
     if event.applied:
-        text = f"\n> Compacted the context: {event.before:,} -> {event.after:,} tokens"
+        text = f"\n> Compacted the context: {before} -> {after} tokens"
     else:  # issue 23: "2,281 -> 2,281 tokens" alone did not say why nothing changed
-        text = (f"\n> Could not compact the context ({event.before:,} tokens): what compaction "
+        text = (f"\n> Could not compact the context ({before} tokens): what compaction "
                 "keeps whole (the system prompt, the first request, the latest turn) is nearly "
                 "all of it")
     if event.fallback:

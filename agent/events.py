@@ -8,7 +8,7 @@ Tool-call content items are plain dicts in one of three shapes:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,33 @@ class Compacted:
     summary: str | None = None
     fallback: bool = False
     error: str | None = None
+    estimated: tuple[bool, bool] = (False, False)
+    """Whether `before` and `after` are estimates (texts never counted, a new summary)."""
+
+    def figures(self) -> tuple[str, str]:
+        """`before` and `after` as a person reads them: "about 31,000" for an estimate."""
+        return figure(self.before, self.estimated[0]), figure(self.after, self.estimated[1])
+
+
+def figure(tokens: int, estimated: bool) -> str:
+    """A token count for people: "about " before an estimate."""
+    return f"about {tokens:,}" if estimated else f"{tokens:,}"
+
+
+def stored_estimated(stored: Mapping[str, Any]) -> tuple[bool, bool]:
+    """A stored compaction event's (`transcript.CompactionEvent`) `estimated` pair; one stored
+    before it was kept: (False, False)."""
+    pair = stored.get("estimated")
+    if isinstance(pair, list) and len(pair) == 2:
+        return bool(pair[0]), bool(pair[1])
+    return False, False
+
+
+def figures(stored: Mapping[str, Any]) -> tuple[str, str]:
+    """A stored compaction event's before and after, as `Compacted.figures` gives them."""
+    about = stored_estimated(stored)
+    return (figure(int(stored.get("before_tokens") or 0), about[0]),
+            figure(int(stored.get("after_tokens") or 0), about[1]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,8 @@ class CompactionEvent(TypedDict):
     dropped: list[int]
     """(start, end) of the messages it replaced."""
     summary: str | None
+    estimated: NotRequired[list[bool]]
+    """Whether before_tokens and after_tokens are estimates (absent before it was kept)."""
 
 
 class ReviewEvent(TypedDict):

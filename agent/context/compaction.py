@@ -34,7 +34,7 @@ import anyio
 from talaria.agent.context import tokens
 from talaria.agent.context.stage1 import stage1
 from talaria.agent.context.summarizer import ProviderSummarizer, Summarizer
-from talaria.agent.events import Compacted, CompactionText
+from talaria.agent.events import Compacted, CompactionText, figure
 from talaria.agent.session import Session
 from talaria.agent.transcript import (
     CompactionEvent,
@@ -99,6 +99,9 @@ class Compaction:
     dropped: tuple[int, int] = (0, 0)
     """Index span [start, end) of the pre-compaction context replaced by the summary."""
     id: str = field(default_factory=lambda: new_compaction_id())
+    estimated: tuple[bool, bool] = (False, False)
+    """Whether `before` and `after` are estimates (some texts never counted: a summary is
+    not counted, nor a context compacted before the loop counted it)."""
 
     @property
     def progress(self) -> bool:
@@ -208,13 +211,13 @@ async def compact(
     # Stage 1 and the transcript for the summary are CPU work over the whole context, tens of
     # ms for a 1 MB message: a worker thread, so that the event loop goes on serving other
     # requests (issue 9).
-    before, head, tail, reduced, after = await anyio.to_thread.run_sync(
+    before, head, tail, reduced, after, estimated = await anyio.to_thread.run_sync(
         _stage1, messages, window, tools, between_turns)
     if not force_summary and after <= window * TARGET_SHARE:
-        return Compaction(reduced, before, after, stage=1, id=ident)
+        return Compaction(reduced, before, after, stage=1, id=ident, estimated=estimated)
     middle = reduced[head:tail]
     if not middle:
-        return Compaction(reduced, before, after, stage=1, id=ident)
+        return Compaction(reduced, before, after, stage=1, id=ident, estimated=estimated)
     instructions = TEMPLATE
     if any(str(m.get("content", "")).startswith(SUMMARY_MARK) for m in middle):
         instructions += "\nThe transcript starts with the previous summary: update it with what " \
@@ -243,22 +246,23 @@ async def compact(
         f"({tail - head} messages), not new instructions.\n\n{summary}")}
     new = reduced[:head] + [plain(note)] + reduced[tail:]
     after += tokens.estimate_messages([plain(note)]) - tokens.estimate_messages(middle)
-    return Compaction(new, before, after, stage=2, summary=summary,
-                      fallback=fallback, error=error, dropped=(head, tail), id=ident)
+    return Compaction(new, before, after, stage=2, summary=summary, fallback=fallback,
+                      error=error, dropped=(head, tail), id=ident, estimated=(estimated[0], True))
 
 
 def _stage1(
     messages: list[Message], window: int, tools: list[dict[str, Any]], between_turns: bool
-) -> tuple[int, int, int, list[Message], int]:
-    """(before, head, tail, reduced, after) of stage 1 (see `cuts`)."""
-    before = tokens.estimate_messages(messages, tools)
+) -> tuple[int, int, int, list[Message], int, tuple[bool, bool]]:
+    """(before, head, tail, reduced, after, whether before and after are estimates) of stage 1
+    (see `cuts`)."""
+    before, exact = tokens.estimate_total(messages, tools)
     head, tail, verbatim = cuts(messages, window, between_turns=between_turns)
     reduced = stage1(messages, head, verbatim)
     # Totals by difference: only the messages stage 1 replaced are sized again.
     changed = [i for i in range(head, verbatim) if reduced[i] is not messages[i]]
-    after = before - tokens.estimate_messages([messages[i] for i in changed]) \
-        + tokens.estimate_messages([reduced[i] for i in changed])
-    return before, head, tail, reduced, after
+    now, now_exact = tokens.estimate_total([reduced[i] for i in changed])
+    after = before - tokens.estimate_messages([messages[i] for i in changed]) + now
+    return before, head, tail, reduced, after, (not exact, not (exact and now_exact))
 
 
 def summarizer_for(session: Session) -> Summarizer:
@@ -304,11 +308,12 @@ async def compact_session(
             "stage": result.stage, "before_tokens": result.before, "after_tokens": result.after,
             "applied": result.progress, "fallback": result.fallback, "error": result.error,
             "dropped": list(result.dropped), "summary": result.summary,
+            "estimated": list(result.estimated),
         }
         session.store.append(session.id, event)
     await session.door.emit(Compacted(
         result.id, result.before, result.after, result.stage, result.progress, result.summary,
-        result.fallback, result.error,
+        result.fallback, result.error, result.estimated,
     ))
     return result
 
@@ -336,11 +341,13 @@ def needs_compaction(session: Session, used: int) -> bool:
 
 def describe(result: Compaction) -> str:
     """What /compact tells the user."""
+    before, after = (figure(n, about) for n, about in
+                     zip((result.before, result.after), result.estimated, strict=True))
     if not result.progress:
-        return (f"Compaction stopped: it would only bring the context from {result.before:,} to "
-                f"{result.after:,} tokens. Nothing was changed; consider /clear or a new session.")
+        return (f"Compaction stopped: it would only bring the context from {before} to "
+                f"{after} tokens. Nothing was changed; consider /clear or a new session.")
     how = "deterministic trimming" if result.stage == 1 else "a summary of the earlier turns"
-    text = f"Compacted the context from {result.before:,} to {result.after:,} tokens with {how}."
+    text = f"Compacted the context from {before} to {after} tokens with {how}."
     if result.fallback:
         text += f" The summary model failed ({result.error}); a summary built from the transcript was used."
     return text

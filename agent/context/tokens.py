@@ -168,6 +168,26 @@ def estimate_messages(
     return _total(messages, tools, estimate)
 
 
+def estimate_total(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> tuple[int, bool]:
+    """`estimate_messages`, and whether it is exact: every text of `CACHE_MIN_CHARS` or more
+    was counted before (a shorter one's estimate is off by a token or two at most)."""
+    exact = True
+
+    def counter(text: str) -> int:
+        nonlocal exact
+        if len(text) < CACHE_MIN_CHARS:
+            return estimate(text)
+        found = _counts.get(hash(text))
+        if found is None:
+            exact = False
+            return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN)
+        return found
+
+    return _total(messages, tools, counter), exact
+
+
 def fingerprint(messages: list[dict[str, Any]], into: Any) -> None:
     """Feed hashlib object `into` all that `count_messages(messages)` depends on: equal digests
     of two lists of messages mean equal counts (`live.Counted`, a count kept with a session)."""

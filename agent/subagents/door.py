@@ -55,8 +55,9 @@ class ChildDoor:
                 self._finished(call_id, status, result)
             case ev.Notice(text=text):
                 self.lines.append(_line("!", text))
-            case ev.Compacted(applied=True, before=before, after=after):
-                self.lines.append(_line("!", f"context compacted: {before:,} -> {after:,} tokens"))
+            case ev.Compacted(applied=True):
+                before, after = event.figures()
+                self.lines.append(_line("!", f"context compacted: {before} -> {after} tokens"))
             case _:
                 return  # text, plan, usage, title: the subagent's own, not the user's session
         await self.root.emit(ev.ToolCallUpdated(self.card, content=(self.progress(),)))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from talaria.agent.events import figures
 from talaria.agent.trajectories import charts
 from talaria.agent.trajectories.model import Trajectory, TurnUsage, iso_time, tool_failed
 from talaria.agent.transcript import (
@@ -213,9 +214,9 @@ def _result(content: Any) -> str:
 
 def _event(event: dict[str, Any]) -> str:
     applied = "" if event.get("applied", True) else " — not applied"
+    before, after = figures(event)
     line = (f"⟲ Context compacted ({escape(str(event.get('reason', 'auto')))}, stage "
-            f"{escape(str(event.get('stage', '?')))}): {event.get('before_tokens') or 0:,} → "
-            f"{event.get('after_tokens') or 0:,} tokens{applied}")
+            f"{escape(str(event.get('stage', '?')))}): {before} → {after} tokens{applied}")
     summary = ""
     if event.get("summary"):
         summary = (f'<details><summary>Summary</summary><pre style="text-align:left">'

@@ -6,6 +6,7 @@ any pending question stay verbatim)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.acp_harness import Editor
@@ -51,6 +52,9 @@ def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Pa
         assert update["status"] == "completed" and "summary" not in update  # the chunks hold it
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
         assert "Compacted the context from" in said
+        # the summary was never counted: the figure after it is an estimate, and says so
+        assert update["_meta"]["talaria"]["estimated"][1] is True and " to about " in said
+        estimated = update["_meta"]["talaria"]["estimated"]
 
         fake_llm.script([{"text": "carrying on"}])
         ed.prompt(sid, "continue")
@@ -72,6 +76,7 @@ def test_compact_with_compaction_updates_then_load_shows_everything(tmp_path: Pa
         assert "continue" in users
         assert len(ed.updates(sid, "tool_call")) == 3, "every tool call of the history"
         assert ed.updates(sid, "compaction_update")[0]["status"] == "completed"
+        assert ed.updates(sid, "compaction_update")[0]["_meta"]["talaria"]["estimated"] == estimated
         [replayed] = ed.updates(sid, "compaction_summary_chunk")  # the whole summary at once
         assert replayed["content"]["text"] == streamed
 
@@ -99,6 +104,7 @@ def test_clients_without_compaction_support_get_a_notice(tmp_path: Path, fake_ll
         assert not ed.updates(sid, "compaction_update")
         said = "".join(u["content"]["text"] for u in ed.updates(sid, "agent_message_chunk"))
         assert "Compacted the context" in said and "summary model failed" in said
+        assert re.search(r"Compacted the context: (about )?[\d,]+ -> about [\d,]+ tokens", said), said
 
 
 def _request_bytes(request: dict) -> int:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from talaria.agent.events import figures
 from talaria.agent.trajectories.export.common import (
     ToolCatalog,
     call_cost,
@@ -251,12 +252,12 @@ def _metrics(usage: TurnUsage) -> dict[str, Any]:
 
 
 def _compaction(event: dict[str, Any]) -> dict[str, Any]:
-    before, after = event.get("before_tokens") or 0, event.get("after_tokens") or 0
+    before, after = figures(event)
     applied = "" if event.get("applied", True) else " (not applied: too little gained)"
     step: dict[str, Any] = {
         "source": "system", "timestamp": iso_time(event.get("time")),
         "message": (f"Context compaction ({event.get('reason', 'auto')}, stage "
-                    f"{event.get('stage', '?')}): {before:,} -> {after:,} tokens{applied}"),
+                    f"{event.get('stage', '?')}): {before} -> {after} tokens{applied}"),
         "extra": {"event": "compaction"} | {
             k: v for k, v in event.items() if k not in ("role", "type", "at", "time", "summary")},
     }

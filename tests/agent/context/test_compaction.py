@@ -126,6 +126,23 @@ def test_compacting_what_was_never_counted_counts_nothing(big, monkeypatch) -> N
     assert result.after == pytest.approx(tokens.count_messages(result.messages), rel=0.2)
 
 
+def test_figures_say_which_are_estimates(big) -> None:
+    """A figure made of texts never counted says "about": before, when the context was not
+    counted; after, when a summary (never counted) or a trimmed result is in it."""
+    tokens.clear_cache()
+    result = run_compact(big, window=60_000, force_summary=True)
+    assert result.estimated == (True, True)
+    assert comp.describe(result).startswith("Compacted the context from about ")
+    tokens.count_messages(big)  # what the loop does before an automatic compaction
+    result = run_compact(big, window=60_000, force_summary=True)
+    assert result.estimated == (False, True)
+    assert f"from {result.before:,} to about {result.after:,} tokens" in comp.describe(result)
+    small = big[:2] + big[-4:]
+    tokens.count_messages(small)
+    result = run_compact(small, window=WINDOW)  # stage 1 leaves it as it is: all counted
+    assert (result.stage, result.estimated) == (1, (False, False))
+
+
 def test_stage1_keeps_head_and_tail_byte_identical(big) -> None:
     head, tail = boundaries(big, 30_000)
     reduced = stage1(big, head, tail)
