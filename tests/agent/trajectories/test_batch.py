@@ -223,3 +223,49 @@ def test_batch_tasks_record_checkpoints_where_they_are_kept(llm: RoutedLLM, tmp_
             for home in (result.run_dir / "homes").iterdir()]
     assert lines(result.run_dir)[0]["status"] == "completed"
     assert seen == [keep and not off]
+
+
+def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many worker processes each LocalExecutor of the test started, filled as it ends."""
+    from talaria.agent.trajectories.batch import executors
+
+    counts: list[int] = []
+    real = executors.LocalExecutor.__aexit__
+
+    async def counted(self, *exc):
+        counts.append(self._spawned)
+        await real(self, *exc)
+    monkeypatch.setattr(executors.LocalExecutor, "__aexit__", counted)
+    return counts
+
+
+def test_workers_past_the_cores_start_when_jobs_wait_on_the_model(
+        llm: RoutedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow model (0.3 s a call): every job waits, so the pool grows to all its workers."""
+    spawned = _spawned(monkeypatch)
+    workers = len(os.sched_getaffinity(0)) + 2
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": "done"}
+                                                   for i in range(workers * 2)])
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="grow", output_dir=tmp_path / "data",
+                                    workers=workers, model="openai:fake"), progress_out=None)
+    assert result.completed == workers * 2
+    assert spawned == [workers] and llm.peak == workers
+
+
+def test_quick_jobs_are_run_by_one_worker_per_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs that never wait long for a free worker: no more processes than cores take turns on
+    them (issue 29: 8 workers on 2 cores were slower than 2). The pool's grow delay is made
+    long, so how quick the jobs are on a loaded machine does not matter."""
+    from talaria.agent.trajectories.batch import executors
+
+    monkeypatch.setattr(executors, "GROW_AFTER_S", 60.0)
+    monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
+    spawned = _spawned(monkeypatch)
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"turns": [{"text": "done"}]}))
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": "say done"}
+                                                   for i in range(20)])
+    result = run_batch(BatchOptions(tasks_file=tasks, run_name="quick", output_dir=tmp_path / "data",
+                                    workers=8, model=f"replay:{scenario}"), progress_out=None)
+    assert result.completed == 20
+    assert spawned == [min(8, len(os.sched_getaffinity(0)))]
