@@ -14,21 +14,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from talaria.acp_server.jsonrpc import Peer, PeerError, RpcError
-from talaria.acp_server.updates import (
-    compaction,
-    notice,
-    permission_tool_call,
-    subagent_update,
-    summary_chunk,
-    to_update,
-)
-from talaria.agent import events as ev
 from talaria.agent.permissions import UNASKED, PermissionAsk
 from talaria.tools.handoffs import Answer, Clarifier, Question
 from talaria.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from talaria.agent.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +63,19 @@ class AcpDoor:
         """Seconds since the last `session/update` of this session (see the keepalive)."""
         return time.monotonic() - self.last_sent
 
-    async def emit(self, event: ev.Event) -> None:
+    async def emit(self, event: Event) -> None:
+        # The events and their rendering are imported here, not with the module: a session's
+        # opening emits none, and `session/new` answered ~5 ms later with them (they load
+        # with the turn's modules once its answer is out: `turns.TURN_MODULES`).
+        from talaria.acp_server.updates import (
+            compaction,
+            notice,
+            subagent_update,
+            summary_chunk,
+            to_update,
+        )
+        from talaria.agent import events as ev
+
         if isinstance(event, ev.Compacted):
             streamed = "".join(self._summaries.pop(event.id, ()))
             for part in compaction(event, client_supports=self.compaction_updates,
@@ -119,6 +125,8 @@ class AcpDoor:
         return answer
 
     async def ask(self, ask: PermissionAsk) -> str:
+        from talaria.acp_server.updates import permission_tool_call
+
         try:
             result = await self.peer.request(
                 "session/request_permission",

@@ -66,7 +66,7 @@ class AcpServer:
     here; sessions (`sessions.AcpSessions`) and prompts (`turns.AcpTurns`) over one
     `SessionHost`, in `Parts`.
 
-    `initialize` is answered before `Parts` is imported (60-75 ms of modules): they are
+    `initialize` is answered before `Parts` is imported (~35 ms of modules): they are
     loaded right after its answer is out, while the editor reads it, or by the first method
     that needs them if that comes first."""
 

@@ -174,12 +174,13 @@ class AcpSessions:
     def announce(self, session: Session, *, plan: bool = False) -> Any:
         """`available_commands_update`, sent right after the new/load/resume response; with
         `plan`, the todo list's plan too (a forked session replays nothing)."""
-        from talaria.acp_server.updates import plan_entries
-        from talaria.tools.todo import plan_entries as todo_plan
 
         async def send() -> None:
             await self.commands.send(session, force=True)  # built-in commands and skills
             if plan and session.tool_state.todos:
+                from talaria.acp_server.updates import plan_entries
+                from talaria.tools.todo import plan_entries as todo_plan
+
                 entries = plan_entries(todo_plan(session.tool_state.todos))
                 await self.peer.notify("session/update", {"sessionId": session.id, "update": {
                     "sessionUpdate": "plan", "entries": entries}})

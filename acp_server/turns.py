@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from talaria.acp_server.sessions import AcpSessions
     from talaria.agent.pricing import Spend
 
-TURN_MODULES = ("talaria.acp_server.content",)
+TURN_MODULES = ("talaria.acp_server.content", "talaria.acp_server.updates")
 """What a prompt imports of this door that a session's opening does not (see the host's)."""
 
 

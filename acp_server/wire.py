@@ -53,7 +53,6 @@ import json
 import logging
 import os
 import re
-import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -269,7 +268,10 @@ def first_line(text: str) -> str:
 @cache
 def _install_prefixes() -> list[str]:
     # Not sys.prefix: stripping "/usr/" would garble the user's own paths in messages. Asked
-    # for on the first error, not at import: sysconfig's paths cost `initialize` ~15 ms.
+    # for on the first error, not at import: sysconfig's paths cost `initialize` ~15 ms (and
+    # the module itself ~1 ms).
+    import sysconfig
+
     paths = {str(Path(__file__).resolve().parents[1])}
     paths.update(
         sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from talaria.agent.events import Event
 from talaria.agent.permissions import PermissionAsk, deny_all
 from talaria.tools.handoffs import Clarifier
 from talaria.tools.workspace import Workspace
+
+if TYPE_CHECKING:  # events are imported with the turn's modules, after a session's opening
+    from talaria.agent.events import Event
 
 
 class FrontDoor(Protocol):

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from talaria.agent.config import Config
-from talaria.agent.events import OptionChanged
 from talaria.agent.permissions import MODES, normalize_mode
 from talaria.agent.session import Session
 
@@ -118,6 +117,8 @@ async def set_option(session: Session, config: Config, option: str, value: objec
         await _set_environment(session, config, value)
     else:
         raise OptionError(f"unknown config option {option!r}")
+    from talaria.agent.events import OptionChanged  # not with the module: `session/new` reads it
+
     await session.door.emit(OptionChanged(option, value))
 
 

@@ -7,6 +7,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,6 @@ from talaria.agent import vision
 from talaria.agent.config import Config
 from talaria.agent.context.live import COUNTED_META, Resumed
 from talaria.agent.door import FrontDoor
-from talaria.agent.events import Notice
 from talaria.agent.permissions import Permissions
 from talaria.agent.pricing import Spend
 from talaria.agent.prompt import system_prompt
@@ -35,7 +35,7 @@ from talaria.tools.builtin import CORE_TOOLS, DEFAULT_TOOLS, load_builtin_tools
 from talaria.tools.clarify import NO_ANSWER
 from talaria.tools.execute_code.env import ExecSettings
 from talaria.tools.execute_code.tool import session_spec
-from talaria.tools.handoffs import Answer, Clarifier, Question
+from talaria.tools.handoffs import Answer, Clarifier, DelegateRequest, Question
 from talaria.tools.paths import Sensitive
 from talaria.tools.state import ToolState
 
@@ -178,8 +178,6 @@ def new_session(config: Config, opening: Opening, *, door: FrontDoor, provider: 
     if (env := environment_of(door.workspace)) is not None:  # torn down with the session
         session.tool_state.cleanups["environment"] = env.close
     if store is not None:
-        from functools import partial
-
         from talaria.agent.recall import reach, session_search
 
         session.tool_state.recall = partial(session_search, store, cwd=cwd, session_id=session.id)
@@ -246,14 +244,14 @@ def prestart(session: Session) -> None:
 def _wire_turn_features(config: Config, session: Session) -> None:
     """What tools reach through the session: subagents, questions to the user, checkpoints."""
     if session.tool("delegate_task") is not None:
-        from talaria.agent.subagents import Delegator
-
-        session.tool_state.delegate = Delegator(config, session, spawn_subagent)
+        session.tool_state.delegate = partial(_delegate, config, session)
     question = session.door.clarifier
     if question is not None:
         session.tool_state.clarify = _clarifier(session, question)
 
     async def announce(text: str) -> None:  # a background process ended
+        from talaria.agent.events import Notice
+
         await session.door.emit(Notice(text))
 
     session.tool_state.announce = announce
@@ -262,6 +260,14 @@ def _wire_turn_features(config: Config, session: Session) -> None:
 
         session.checkpoints = TurnCheckpoints(
             config.home, session.cwd, session.id, session.additional_dirs)
+
+
+async def _delegate(config: Config, session: Session, request: DelegateRequest) -> dict[str, Any]:
+    """`delegate_task`'s subagents. Their machinery is imported at the first call (with the
+    turn's modules, `host.TURN_MODULES`), not by every session's opening."""
+    from talaria.agent.subagents import Delegator
+
+    return await Delegator(config, session, spawn_subagent)(request)
 
 
 def spawn_subagent(config: Config, *, cwd: Path, door: FrontDoor, provider: Provider, mode: str,

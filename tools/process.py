@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from talaria.tools.context import ToolContext
 from talaria.tools.errors import WorkspaceError
-from talaria.tools.processes.table import Entry, ProcessTable, status
 from talaria.tools.registry import Running, tool
+
+if TYPE_CHECKING:  # the table is imported by the session's first background process
+    from talaria.tools.processes.table import Entry, ProcessTable
 
 ACTIONS = ("list", "poll", "log", "wait", "kill", "write", "submit", "close")
 READS = frozenset({"list", "poll", "log", "wait"})
@@ -105,6 +107,13 @@ def title(args: dict[str, Any]) -> str:
         flat = " ".join(data.split())
         return f"{str(action).capitalize()} `{flat[:80]}` to {name}"
     return f"{str(action).capitalize()} {name}"
+
+
+def status(entry: Entry) -> str:
+    proc = entry.proc
+    if proc.running:
+        return "running"
+    return "killed" if proc.killed else "exited"
 
 
 def _table(table: ProcessTable | None) -> ProcessTable:

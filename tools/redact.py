@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 MARK = "[REDACTED]"
@@ -78,52 +78,62 @@ _REFERENCE = re.compile(r"^[$%*]")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*\.?$")
 _PATH = re.compile(r"^(?:/|~/|\./|\.\./)")
 
-_PREFIXED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(_B + pattern), replacement) for pattern, replacement in (
-        (r"sk-ant-[A-Za-z0-9_-]{16,}", "sk-ant-" + MARK),
-        (r"sk-[A-Za-z0-9_-]{16,}", "sk-" + MARK),
-        (r"((?:sk|rk|pk)_(?:live|test)_)[A-Za-z0-9]{10,}", r"\1" + MARK),
-        (r"(gh[pousr]_)[A-Za-z0-9]{20,}", r"\1" + MARK),
-        (r"github_pat_[A-Za-z0-9_]{20,}", "github_pat_" + MARK),
-        (r"(glpat-|glptt-|gldt-)[A-Za-z0-9_-]{20,}", r"\1" + MARK),
-        (r"(hf_)[A-Za-z0-9]{30,}", r"\1" + MARK),
-        (r"(npm_)[A-Za-z0-9]{36}", r"\1" + MARK),
-        (r"(pypi-)[A-Za-z0-9_-]{50,}", r"\1" + MARK),
-        (r"(AIza)[0-9A-Za-z_-]{35}", r"\1" + MARK),
-        (r"(AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}\b", r"\1" + MARK),
-        (r"(xox[abposr]-|xapp-)[A-Za-z0-9-]{10,}", r"\1" + MARK),
-        (r"(SG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", r"\1" + MARK),
-        (r"(dop_v1_|doo_v1_|shpat_|shpss_)[a-fA-F0-9]{32,}", r"\1" + MARK),
-        (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ" + MARK),
-    )
+# The shape rules are pattern strings here, compiled by `_rules` at the first text that needs
+# them: every session's opening imports this module (through the store), and compiling them
+# cost it ~4 ms whether or not anything was ever redacted.
+_PREFIXED = (  # each after a word start (`_B`)
+    (r"sk-ant-[A-Za-z0-9_-]{16,}", "sk-ant-" + MARK),
+    (r"sk-[A-Za-z0-9_-]{16,}", "sk-" + MARK),
+    (r"((?:sk|rk|pk)_(?:live|test)_)[A-Za-z0-9]{10,}", r"\1" + MARK),
+    (r"(gh[pousr]_)[A-Za-z0-9]{20,}", r"\1" + MARK),
+    (r"github_pat_[A-Za-z0-9_]{20,}", "github_pat_" + MARK),
+    (r"(glpat-|glptt-|gldt-)[A-Za-z0-9_-]{20,}", r"\1" + MARK),
+    (r"(hf_)[A-Za-z0-9]{30,}", r"\1" + MARK),
+    (r"(npm_)[A-Za-z0-9]{36}", r"\1" + MARK),
+    (r"(pypi-)[A-Za-z0-9_-]{50,}", r"\1" + MARK),
+    (r"(AIza)[0-9A-Za-z_-]{35}", r"\1" + MARK),
+    (r"(AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[0-9A-Z]{16}\b", r"\1" + MARK),
+    (r"(xox[abposr]-|xapp-)[A-Za-z0-9-]{10,}", r"\1" + MARK),
+    (r"(SG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", r"\1" + MARK),
+    (r"(dop_v1_|doo_v1_|shpat_|shpss_)[a-fA-F0-9]{32,}", r"\1" + MARK),
+    (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ" + MARK),
 )
 _PEM = (
     # PEM blocks first, whole; then a block cut short (a truncated read): its base64 body,
     # plain or JSON-escaped, up to the first character that cannot be part of it.
-    (re.compile(r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----)(?:(?!-----)[\s\S]){0,"
-                + str(MAX_PEM_CHARS) + r"}?(-----END \2PRIVATE KEY-----)"),
-     r"\1" + MARK + r"\3"),
-    (re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:[A-Za-z0-9+/=\s]|\\[nrt])+"),
-     r"\1" + MARK),
+    (r"(-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----)(?:(?!-----)[\s\S]){0,"
+     + str(MAX_PEM_CHARS) + r"}?(-----END \2PRIVATE KEY-----)", r"\1" + MARK + r"\3"),
+    (r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:[A-Za-z0-9+/=\s]|\\[nrt])+", r"\1" + MARK),
 )
 # Bearer <token>: the token has a digit or is long, so "Bearer authentication" survives.
 _TOKEN_VALUE = r"(?:(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}|[\w.~+/=-]{20,})"
-_BEARER = re.compile(_B + r"((?i:bearer)\s+)" + _TOKEN_VALUE)
+_BEARER = _B + r"((?i:bearer)\s+)" + _TOKEN_VALUE
 _AUTH = _B + r"((?i:(?:proxy-)?authorization)\\?[\"']?\s*[:=]\s*\\?[\"']?"
-_AUTH_SCHEME = re.compile(_AUTH + r"(?i:basic|bearer|token|digest|negotiate)\s+)[\w.~+/=-]{4,}")
-_AUTH_HEADER = re.compile(_AUTH + r")" + _TOKEN_VALUE)
+_AUTH_SCHEME = _AUTH + r"(?i:basic|bearer|token|digest|negotiate)\s+)[\w.~+/=-]{4,}"
+_AUTH_HEADER = _AUTH + r")" + _TOKEN_VALUE
 # The scheme bounded too (an unbounded one scanned every run of letters to its end).
-_URL_CREDENTIALS = re.compile(
+_URL_CREDENTIALS = (
     r"(?i)([a-z][a-z0-9+.-]{0,31}://[^\s:/@\"'\\]{1,256}:)[^\s@/\"'\\]{1,1024}(?=@)")
 # "NAME": "value", NAME = 'value': everything up to the closing quote.
-_QUOTED = re.compile(r"(" + _Q + r"?" + _B + _NAME + _E + r"(?:" + _Q + r")?"
-                     r"\s*(?:=>|:=|=|:)\s*)(" + _Q + r")((?:(?!\2).)+)(?=\2)")
+_QUOTED = (r"(" + _Q + r"?" + _B + _NAME + _E + r"(?:" + _Q + r")?"
+           r"\s*(?:=>|:=|=|:)\s*)(" + _Q + r")((?:(?!\2).)+)(?=\2)")
 # NAME=value, NAME: value, --NAME value (the value is judged by `_named`).
 # Only `--NAME` takes a space for a separator (the conditional): "PASSWORD A_KEY=..." is prose
 # before a named value, and a match that took "A_KEY=..." for the value would hide it.
-_UNQUOTED = re.compile(
+_UNQUOTED = (
     r"((--)?" + _B + _NAME + _E + r")(\s*(?:=>|:=|=|:)\s*|(?(2)\s+|(?!)))"
     r"([^" + _VALUE_END + r"=:][^" + _VALUE_END + r"]*)")
+
+
+@cache
+def _rules() -> tuple[tuple[tuple[re.Pattern[str], str], ...], tuple[re.Pattern[str], ...],
+                      re.Pattern[str], re.Pattern[str]]:
+    """The shape rules, compiled once: (pattern, replacement) pairs, those whose match keeps
+    its first group, then the quoted and the unquoted named values."""
+    replaced = (*_PEM, *((_B + pattern, replacement) for pattern, replacement in _PREFIXED))
+    return (tuple((re.compile(pattern), replacement) for pattern, replacement in replaced),
+            tuple(map(re.compile, (_BEARER, _AUTH_SCHEME, _AUTH_HEADER, _URL_CREDENTIALS))),
+            re.compile(_QUOTED), re.compile(_UNQUOTED))
 _RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{" + str(ENTROPY_MIN_CHARS) + r",}={0,2}")
 
 _NEEDED = ("sk-", "sk_", "rk_", "pk_", "gh", "github_pat_", "gl", "hf_", "npm_", "pypi-", "aiza",
@@ -160,12 +170,13 @@ _cached = lru_cache(maxsize=128)(_redact_text)
 
 def _shapes(text: str) -> str:
     """Every rule but the entropy scan, in order (names last: a key they hold is gone)."""
-    for pattern, replacement in (*_PEM, *_PREFIXED):
+    replaced, keep_first, quoted, unquoted = _rules()
+    for pattern, replacement in replaced:
         text = pattern.sub(replacement, text)
-    for pattern in (_BEARER, _AUTH_SCHEME, _AUTH_HEADER, _URL_CREDENTIALS):
+    for pattern in keep_first:
         text = pattern.sub(_keep_first, text)
-    text = _QUOTED.sub(_quoted, text)
-    return _UNQUOTED.sub(_unquoted, text)
+    text = quoted.sub(_quoted, text)
+    return unquoted.sub(_unquoted, text)
 
 
 def _keep_first(match: re.Match[str]) -> str:

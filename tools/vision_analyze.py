@@ -12,15 +12,16 @@ changes nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from talaria.tools.context import ToolContext
 from talaria.tools.errors import VisionError
-from talaria.tools.image_sources import load
-from talaria.tools.images import Picture, prepare
 from talaria.tools.registry import tool
+
+if TYPE_CHECKING:
+    from talaria.tools.images import Picture
 
 NO_VISION = ("the current model cannot see images and no vision_model is configured: set "
              "vision_model (e.g. vision_model = \"openai:gpt-4.1\" in config.toml, or "
@@ -67,6 +68,10 @@ async def vision_analyze(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
     attach = vision is not None and not ctx.nested and vision.sees()
     if not attach and (vision is None or vision.describe is None):
         return {"error": FROM_SCRIPT if ctx.nested else NO_VISION}
+    # The image side is imported by the first look, not by every session's tool list (~1.5 ms).
+    from talaria.tools.image_sources import load
+    from talaria.tools.images import prepare
+
     try:
         data, label = await load(raw, ctx)
     except FileNotFoundError:

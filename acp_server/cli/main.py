@@ -1,12 +1,16 @@
-"""The `talaria` command. Imports stay inside each subcommand so `talaria acp` starts fast."""
+"""The `talaria` command. Imports stay inside each subcommand so `talaria acp` starts fast
+(argparse too: the doors editors launch build no parser)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from talaria.acp_server.cli import exits
+
+if TYPE_CHECKING:
+    import argparse
 
 ACP_HINT = ("talaria acp: speaking the Agent Client Protocol on stdin/stdout; editors launch this. "
             "Try `talaria run \"...\"` or see `talaria --help`.")
@@ -15,21 +19,10 @@ LSP_HINT = ("talaria lsp: speaking the Language Server Protocol on stdin/stdout;
             "this. See editors/README.md.")
 
 
-class VersionAction(argparse.Action):
-    """`--version`, read from the package metadata only when asked for."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from talaria.acp_server.version import version
-
-        print(f"talaria {version()}")
-        parser.exit()
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from talaria.acp_server.cli.parser import Parser, fill_descriptions
+    import argparse
+
+    from talaria.acp_server.cli.parser import Parser, VersionAction, fill_descriptions
 
     parser = Parser(prog="talaria", description="A coding agent for your editor.",
                                      epilog=exits.HELP,
@@ -128,16 +121,19 @@ def main(argv: list[str] | None = None) -> int:
         from talaria.acp_server.cli import pipes
 
         pipes.guard_stdout()
-    args = argparse.Namespace(command=argv[0] if argv else "")
+    command = argv[0] if argv else ""
     try:
-        args = args if fast else build_parser().parse_args(argv)  # --help writes to stdout too
-        if not fast and not getattr(args, "acp", False):  # `run --acp`: its child keeps the log
+        if fast:
+            return _door(command)
+        args = build_parser().parse_args(argv)  # --help writes to stdout too
+        command = args.command
+        if not getattr(args, "acp", False):  # `run --acp`: its child keeps the log
             from talaria.acp_server.cli.logfile import log_to_file
 
             log_to_file(args.command)
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C: a clean stop, not a traceback
-        print(f"\ntalaria {args.command}: interrupted", file=sys.stderr)
+        print(f"\ntalaria {command}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
     except BaseException as exc:  # stdout closed early (`| head`): stop quietly
         from talaria.acp_server.cli import pipes
@@ -148,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         return exits.BROKEN_PIPE
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "acp":
+def _door(command: str) -> int:
+    """`talaria acp` or `talaria lsp`: serve the protocol on stdio."""
+    if command == "acp":
         from talaria.agent import gcpause
 
         gcpause.pause()  # until start-up's imports are done (`AcpServer.parts`)
@@ -158,12 +155,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         if os.isatty(0):  # a person, not an editor: say what this waits for
             print(ACP_HINT, file=sys.stderr)
         return acp_main(gc_paused=True)
-    if args.command == "lsp":
-        from talaria.acp_server.lsp.main import main as lsp_main
+    from talaria.acp_server.lsp.main import main as lsp_main
 
-        if os.isatty(0):
-            print(LSP_HINT, file=sys.stderr)
-        return lsp_main()
+    if os.isatty(0):
+        print(LSP_HINT, file=sys.stderr)
+    return lsp_main()
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in ("acp", "lsp"):
+        return _door(args.command)
     if args.command == "config":
         from talaria.acp_server.cli.config import run as config
 

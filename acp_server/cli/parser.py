@@ -1,5 +1,6 @@
 """The `talaria` command's argument parser class: a missing subcommand or action is answered
-with the choices, not argparse's "required: env_command" (a name from our code, issue 28)."""
+with the choices, not argparse's "required: env_command" (a name from our code, issue 28); and
+its `--version` action. Imported only when a parser is built (`talaria acp` builds none)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ import argparse
 from typing import NoReturn
 
 REQUIRED = "the following arguments are required: "
+
+
+class VersionAction(argparse.Action):
+    """`--version`, read from the package metadata only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from talaria.acp_server.version import version
+
+        print(f"talaria {version()}")
+        parser.exit()
 
 
 class Parser(argparse.ArgumentParser):

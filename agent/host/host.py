@@ -31,7 +31,6 @@ import anyio
 import anyio.lowlevel
 
 from talaria.agent.config import Config
-from talaria.agent.events import Notice
 from talaria.agent.host.parts import (
     Content,
     Doors,
@@ -75,7 +74,7 @@ log = logging.getLogger(__name__)
 FIRST_REQUEST_WAIT_S = 5.0
 """How long a turn's first model request waits for the session's MCP servers still starting
 (a session opens without waiting for them); one that comes up later has its tools in the next."""
-TURN_MODULES = ("talaria.agent.loop", "talaria.agent.skills.review")
+TURN_MODULES = ("talaria.agent.loop", "talaria.agent.skills.review", "talaria.agent.subagents")
 """What a prompt imports that opening a session does not (~0.1 s): `load_turn_modules`."""
 
 class SessionHost:
@@ -334,6 +333,7 @@ class SessionHost:
         runs, `/steer` and `/queue` act at once and anything else waits in the session's
         queue (answered when its own turn ends, in order)."""
         from talaria.agent import commands
+        from talaria.agent.events import Notice
 
         command = commands.parse(text)
         if command is not None and command[0] == "steer" and command[1] and not session.prompts.busy:

@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from talaria.agent.providers.limits import overflow_numbers
 from talaria.tools.errors import TalariaError
 
 
@@ -168,6 +167,9 @@ class ContextOverflowError(ProviderError):
     def __init__(self, message: str, *, details: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
+        # Imported by the first overflow, not with the errors every session's opening imports.
+        from talaria.agent.providers.limits import overflow_numbers
+
         numbers = overflow_numbers(message, details)
         self.limit, self.prompt = numbers.limit, numbers.prompt
 

@@ -58,7 +58,8 @@ Spawn = Callable[..., Session]
 
 
 class Delegator:
-    """`ToolState.delegate` of a session whose tools include `delegate_task`."""
+    """What `ToolState.delegate` calls for a session whose tools include `delegate_task`: one
+    per call for a user's session (`runtime._delegate`), the subagent's own for a subagent."""
 
     def __init__(self, config: Config, parent: Session, spawn: Spawn) -> None:
         self.config = config

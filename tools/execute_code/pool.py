@@ -17,10 +17,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from talaria.tools.execute_code.env import IDLE_S, MAX_KERNELS
-from talaria.tools.execute_code.kernel import Kernel
+
+if TYPE_CHECKING:
+    from talaria.tools.execute_code.kernel import Kernel
 
 CACHE_TTL_S = 86_400.0
 """Spilled outputs and scratch dirs older than this go when a session first runs code."""

@@ -17,7 +17,7 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -25,10 +25,12 @@ from talaria.tools.context import ToolContext
 from talaria.tools.errors import KernelError
 from talaria.tools.execute_code import stubs
 from talaria.tools.execute_code.env import MAX_TOOL_CALLS, STDOUT_LIMIT, TIMEOUT_S, ExecSettings
-from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Cell, Kernel, fingerprint
 from talaria.tools.execute_code.pool import KernelPool, SessionKernel, prune_cache
 from talaria.tools.registry import REGISTRY, ToolSpec, tool
 from talaria.tools.state import ToolState
+
+if TYPE_CHECKING:
+    from talaria.tools.execute_code.kernel import Cell, Kernel
 
 EXEC_TOOLS = ("read_file", "write_file", "patch", "search_files", "terminal")
 """Tools every script may call; never execute_code itself. A session adds the web tools it
@@ -119,6 +121,10 @@ async def execute_code(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         return {"error": "code must be a non-empty Python script"}
     if ctx.call_tool is None:
         return {"error": "execute_code cannot dispatch tool calls here"}
+    # The kernel's side is imported by its first use (here, or `prestart` once a session's
+    # opening is answered), not by building a session's tool list.
+    from talaria.tools.execute_code.kernel import CANCEL_GRACE_S, Kernel, fingerprint
+
     settings = ctx.state.exec_settings
     if ctx.sandbox is not None:  # unseen by the user: rejected edits stay read-only
         settings = replace(settings, readonly=ctx.sandbox.readonly,
@@ -181,6 +187,8 @@ def prestart(state: ToolState, cwd: Path, session_id: str) -> bool:
     what a warm one does. Call it when a session starts, on the event loop's thread (it
     spawns the process; see `Kernel.spawn`); it returns at once. Returns whether it started
     a kernel; a failure is left for the first call to report."""
+    from talaria.tools.execute_code.kernel import Kernel, fingerprint
+
     settings = state.exec_settings
     slot = session_kernel(state, settings, session_id)
     env = dict(os.environ)

@@ -161,13 +161,6 @@ class ProcessTable:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def status(entry: Entry) -> str:
-    proc = entry.proc
-    if proc.running:
-        return "running"
-    return "killed" if proc.killed else "exited"
-
-
 def ending(entry: Entry) -> str:
     """What the model is told when a process it asked to hear about ended."""
     proc = entry.proc

@@ -24,8 +24,10 @@ NAME_SIMILARITY = 0.85
 TEXT_SIMILARITY = 0.6
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 
-# Prompt-injection and exfiltration phrasings, as they appear in poisoned skills and notes.
-_INJECTION = tuple(re.compile(p, re.IGNORECASE) for p in (
+# Prompt-injection and exfiltration phrasings, as they appear in poisoned skills and notes,
+# searched case-blind. Strings: `re` compiles (and caches) them at the first check; compiled
+# here, they cost every session's opening ~1 ms (the memory tool's store imports this module).
+_INJECTION = (
     r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|system|all)\b"
     r".{0,20}\b(instructions?|prompts?|rules?|guidelines?)",
     r"\byou are no longer\b|\bnew system prompt\b|\bact as (an? )?unrestricted\b",
@@ -36,7 +38,7 @@ _INJECTION = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"\b(disable|bypass|turn off|skip|circumvent)\b.{0,30}\b(sandbox|safety|permissions?|"
     r"guardrails?|approvals?|confirmation|security checks?)",
     r"dangerously-skip-permissions|TALARIA_MODE\s*=\s*bypass",
-))
+)
 
 
 def secret_problem(text: str) -> str | None:
@@ -54,7 +56,7 @@ def secret_problem(text: str) -> str | None:
 def injection_problem(text: str) -> str | None:
     """Why `text` must not be saved because it reads as prompt injection, or None."""
     for pattern in _INJECTION:
-        match = pattern.search(text)
+        match = re.search(pattern, text, re.IGNORECASE)
         if match:
             return ("refused: the content contains an instruction to exfiltrate data or to "
                     f"override or disable safety ({match.group(0)[:80]!r}). Saved text becomes "
