@@ -71,6 +71,12 @@ GROW_AFTER_S = 0.1
 task that waits on a model takes seconds, a CPU-bound one tens of ms."""
 
 
+def _cores() -> int:
+    """The CPUs this process may run on (macOS has no affinity: all of them)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 class _Worker:
     """One forked worker process (talaria.agent.trajectories.batch.worker.serve), one job at a time."""
 
@@ -128,7 +134,7 @@ class LocalExecutor:
         """Set when a worker goes back to idle (then replaced by a new one)."""
         self._spawned = 0
         self._context: Any = None
-        self.at_once = min(workers, len(os.sched_getaffinity(0)))
+        self.at_once = min(workers, _cores())
         """Workers started with the executor and spawned without waiting: one per core."""
 
     async def __aenter__(self) -> LocalExecutor:
