@@ -18,7 +18,6 @@ for both agents.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import statistics
@@ -30,8 +29,8 @@ from typing import Any
 
 from benchmarks import hermes
 from benchmarks.acp_client import INIT, RawClient, child_env
-from benchmarks.ray_cluster import process_tree
 from benchmarks.startup import hermes_command, hermes_env
+from talaria.agent.trajectories.batch.cpu import tree_load
 
 SIZES = (200, 2_000, 20_000)
 ROUNDS = 3
@@ -124,7 +123,7 @@ def _settled(pid: int) -> dict[str, float]:
         status = Path(f"/proc/{pid}/status").read_text()
         fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status.splitlines()
                   if line.startswith(("VmRSS", "VmHWM"))}
-        return fields["VmRSS"], fields["VmHWM"], _cpu_s(process_tree({pid}))
+        return fields["VmRSS"], fields["VmHWM"], _cpu_s(pid)
 
     started = time.monotonic()
     since, first = time.monotonic(), read()
@@ -139,17 +138,9 @@ def _settled(pid: int) -> dict[str, float]:
     return {"VmRSS": now[0], "VmHWM": now[1]}
 
 
-def _cpu_s(pids: set[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+def _cpu_s(pid: int) -> float:
+    load = tree_load({pid})
+    return 0.0 if load is None else load.cpu_s
 
 
 def session_load() -> Iterator[dict[str, Any]]:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from talaria.agent.trajectories.batch.cpu import tree_load
 from talaria.agent.trajectories.batch.records import make_record
 from talaria.agent.trajectories.batch.sdk import sdk_modules
 from talaria.agent.trajectories.batch.worker import DEFAULT_TIMEOUT_S, partial_messages
@@ -67,8 +68,10 @@ def _prices() -> dict[str, Any]:
 
 
 GROW_AFTER_S = 0.1
-"""How long a job waits for a busy worker before the pool grows past one worker per core: a
-task that waits on a model takes seconds, a CPU-bound one tens of ms."""
+"""How long a job waits for a busy worker before the pool may grow past one worker per core."""
+BUSY_SHARE = 0.5
+"""The share of the cores the workers (and their children) used over that wait past which
+they are busy: no new worker."""
 
 
 def _cores() -> int:
@@ -112,10 +115,11 @@ class LocalExecutor:
     of ours), and each worker gets this process's environment explicitly, as it is now.
 
     As many workers as cores start at once; past them, a worker is added only when a job has
-    waited GROW_AFTER_S with every worker busy. Jobs that wait on a model (seconds) get every
-    worker within that; jobs that keep the CPU busy end sooner and are run by the workers
-    there are: more processes than cores would only take turns on them (8 workers on 2 cores
-    were 5-15% slower than 2 with an instant model, issue 29).
+    waited GROW_AFTER_S with every worker busy and the workers left the cores idle meanwhile
+    (`cpu.py`). Jobs that wait on a model get every worker within that; jobs that keep the CPU
+    busy (an instant model, tests run by a check) are run by the workers there are: more
+    processes than cores would only take turns on them (8 workers on 2 cores were 5-15%
+    slower than 2 with an instant model, issue 29).
     """
 
     def __init__(self, workers: int, *, run_dir: Path, preload: tuple[str, ...] = (),
@@ -132,6 +136,8 @@ class LocalExecutor:
         self._slots = anyio.Semaphore(workers)
         self._freed = anyio.Event()
         """Set when a worker goes back to idle (then replaced by a new one)."""
+        self._looked: tuple[float, float] | None = None
+        """(when, the workers' CPU seconds) at the last look (`_cores_left_idle`)."""
         self._spawned = 0
         self._context: Any = None
         self.at_once = min(workers, _cores())
@@ -146,6 +152,7 @@ class LocalExecutor:
         async with anyio.create_task_group() as tg:
             for _ in range(self.at_once):
                 tg.start_soon(self._add_idle)
+        self._cores_left_idle()  # the first look: the first wait can decide
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -182,12 +189,34 @@ class LocalExecutor:
         return worker
 
     async def _worker(self) -> _Worker:
-        """An idle worker, or a new one (at once up to `at_once` workers, else after a job
-        has waited GROW_AFTER_S for one to be free)."""
-        with anyio.move_on_after(0 if len(self._all) < self.at_once else GROW_AFTER_S):
-            while not self._idle:
-                await self._freed.wait()
-        return self._idle.pop() if self._idle else await self._spawn()
+        """An idle worker, or a new one: at once up to `at_once` workers; past them, once a
+        job has waited GROW_AFTER_S for a free one while the workers left the cores idle."""
+        if not self._idle and len(self._all) < self.at_once:
+            return await self._spawn()
+        while not self._idle:
+            with anyio.move_on_after(GROW_AFTER_S):
+                while not self._idle:
+                    await self._freed.wait()
+            if not self._idle and self._cores_left_idle():
+                return await self._spawn()
+        return self._idle.pop()
+
+    def _cores_left_idle(self) -> bool:
+        """Whether the workers and their children used under BUSY_SHARE of their cores since
+        the last look (at least GROW_AFTER_S / 2 before: one look per wait, however many jobs
+        wait) and have fewer threads than that runnable now (`cpu.py`); the first look
+        decides nothing. Without /proc: True."""
+        now = time.monotonic()
+        last = self._looked
+        if last is not None and now - last[0] < GROW_AFTER_S / 2:
+            return False
+        load = tree_load({w.process.pid for w in self._all})
+        if load is None:
+            return True
+        self._looked = (now, load.cpu_s)
+        busy = BUSY_SHARE * min(self.at_once, len(self._all))
+        return (last is not None and load.runnable < busy
+                and load.cpu_s - last[1] < busy * (now - last[0]))
 
     def _free(self, worker: _Worker) -> None:
         self._idle.append(worker)

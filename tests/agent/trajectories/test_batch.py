@@ -241,10 +241,11 @@ def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_workers_past_the_cores_start_when_jobs_wait_on_the_model(
         llm: RoutedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A slow model (0.3 s a call): every job waits, so the pool grows to all its workers."""
+    """A slow model (0.3 s a call, 3 calls a task): jobs wait while the workers sleep, so the
+    pool grows to all its workers."""
     spawned = _spawned(monkeypatch)
     workers = len(os.sched_getaffinity(0)) + 2
-    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": "done"}
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": f"write t{i}.txt x"}
                                                    for i in range(workers * 2)])
     result = run_batch(BatchOptions(tasks_file=tasks, run_name="grow", output_dir=tmp_path / "data",
                                     workers=workers, model="openai:fake"), progress_out=None)
@@ -259,13 +260,31 @@ def test_quick_jobs_are_run_by_one_worker_per_core(tmp_path: Path, monkeypatch: 
     from talaria.agent.trajectories.batch import executors
 
     monkeypatch.setattr(executors, "GROW_AFTER_S", 60.0)
-    monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
     spawned = _spawned(monkeypatch)
-    scenario = tmp_path / "scenario.json"
-    scenario.write_text(json.dumps({"turns": [{"text": "done"}]}))
-    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": "say done"}
-                                                   for i in range(20)])
-    result = run_batch(BatchOptions(tasks_file=tasks, run_name="quick", output_dir=tmp_path / "data",
-                                    workers=8, model=f"replay:{scenario}"), progress_out=None)
+    result = _replay_run(tmp_path, monkeypatch, [{"text": "done"}], tasks=20)
     assert result.completed == 20
     assert spawned == [min(8, len(os.sched_getaffinity(0)))]
+
+
+def test_jobs_that_keep_the_cores_busy_get_no_more_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each job runs a command that keeps a core busy for 0.6 s in a child of its worker:
+    jobs wait for a worker, but the cores are busy, so the pool stays at one worker per core
+    (grow-on-wait alone started all 8)."""
+    spawned = _spawned(monkeypatch)
+    busy = "import time; t = time.time(); [0 for _ in iter(lambda: time.time() - t < 0.6, False)]"
+    turns = [{"tool_calls": [{"name": "terminal", "arguments": {"command": f'python3 -c "{busy}"'}}]},
+             {"text": "done"}]
+    cores = len(os.sched_getaffinity(0))
+    result = _replay_run(tmp_path, monkeypatch, turns, tasks=3 * cores)
+    assert result.completed == 3 * cores
+    assert spawned == [min(8, cores)]
+
+
+def _replay_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], *, tasks: int):
+    monkeypatch.setenv("TALARIA_HOME", str(tmp_path / "home"))
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"turns": turns}))
+    lines_ = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{i}", "prompt": "go"} for i in range(tasks)])
+    return run_batch(BatchOptions(tasks_file=lines_, run_name="pool", output_dir=tmp_path / "data",
+                                  workers=8, model=f"replay:{scenario}"), progress_out=None)
