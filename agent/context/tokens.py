@@ -119,7 +119,12 @@ def estimate(text: str) -> int:
     need no exact count (compaction's budgets and totals); an estimate may undercount, so
     never for a decision that the window holds a request (`count`, or `bound` on the loop)."""
     found = _cached(text)
-    return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN) if found is None else found
+    return _from_bytes(text) if found is None else found
+
+
+def _from_bytes(text: str) -> int:
+    """`estimate` of a text never counted: its UTF-8 bytes / ESTIMATE_BYTES_PER_TOKEN."""
+    return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN)
 
 
 def _cached(text: str) -> int | None:
@@ -182,7 +187,7 @@ def estimate_total(
         found = _counts.get(hash(text))
         if found is None:
             exact = False
-            return -(-_bytes(text) // ESTIMATE_BYTES_PER_TOKEN)
+            return _from_bytes(text)
         return found
 
     return _total(messages, tools, counter), exact
