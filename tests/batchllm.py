@@ -19,6 +19,8 @@ from typing import Any
 from tests.fakellm import FakeLLM
 
 Route = Callable[[dict[str, Any]], dict[str, Any]]
+MEET_S = 30.0
+"""How long a request waits for the others `RoutedLLM.meet` asks for (then it goes on)."""
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -57,7 +59,11 @@ class RoutedLLM(FakeLLM):
         self.prompts: list[str] = []
         self.active = 0
         self.peak = 0
+        self.meet = 0
+        """Requests wait (up to MEET_S) until this many have been served at once: a test of
+        concurrency that must not hang on a slow start of the second worker."""
         self._count_lock = threading.Lock()
+        self._met = threading.Condition(self._count_lock)
 
     def _take(self, path: str, body: dict[str, Any], headers: dict[str, str]):
         with self._count_lock:
@@ -66,6 +72,8 @@ class RoutedLLM(FakeLLM):
             number = self.served
             self.active += 1
             self.peak = max(self.peak, self.active)
+            self._met.notify_all()
+            self._met.wait_for(lambda: self.peak >= self.meet, MEET_S)
         try:
             if self.delay:
                 time.sleep(self.delay)

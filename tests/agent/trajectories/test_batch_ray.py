@@ -69,7 +69,11 @@ def test_ray_runs_isolated_tasks_with_checkpoint_and_resume(
     tasks.write_text("".join(json.dumps(t) + "\n" for t in first))
     options = BatchOptions(tasks_file=tasks, run_name="ray", output_dir=tmp_path / "data",
                            workers=2, model="openai:fake", executor="ray")
-    result = run_batch(options, progress_out=None)
+    ray_llm.meet = 2  # two workers at the model at once, however slowly the second starts
+    try:
+        result = run_batch(options, progress_out=None)
+    finally:
+        ray_llm.meet = 0
     got = records(result.run_dir)
     assert ray_llm.peak >= 2
     for task_id in "ab":  # the template travelled as tar bytes; each task had its own copy
