@@ -62,6 +62,7 @@ class EditorWorkspace:
         return content
 
     async def write_text(self, path: Path, text: str) -> None:
+        self.local.files_may_change()
         if not self.can_write:
             return await self.local.write_text(path, text)
         await self._request("fs/write_text_file", {"path": str(path), "content": text}, FS_TIMEOUT)
@@ -80,6 +81,7 @@ class EditorWorkspace:
         sandbox: SandboxSpec | None = None,
         shell: str | None = None,
     ) -> CommandResult:
+        self.local.files_may_change()
         if not self.can_terminal:
             return await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
                                         on_terminal=on_terminal, sandbox=sandbox, shell=shell)
@@ -99,6 +101,7 @@ class EditorWorkspace:
 
     async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
                     name: str, log: ProcessLog, shell: str | None = None) -> Background:
+        self.local.files_may_change()
         if not self.can_terminal:
             return await self.local.start(command, cwd=cwd, sandbox=sandbox, name=name, log=log,
                                           shell=shell)

@@ -6,7 +6,7 @@ search_files.
     search_files_ms   per query: Talaria's median (the tool as the model calls it, all calls
                       in one event loop as in a session), raw parallel
                       `rg ... | head -n offset+limit` (spawn, read the page, kill), and
-                      Hermes' `search_tool` when given; ratios `vs_rg` and `vs_hermes` come
+                      Hermes' `search_tool` when given (a next page: both as a new search); ratios `vs_rg` and `vs_hermes` come
                       from the same rounds (queries take turns, so load drift hits all alike).
                       `cores` and `load_1m` (before, after) say what the machine was doing.
 
@@ -34,6 +34,7 @@ RUNS = 11
 QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("common", {"pattern": "def "}),
     ("common_page_3", {"pattern": "def ", "offset": 100}),
+    ("common_next_page", {"pattern": "def ", "offset": 50, "after_page_1": True}),
     ("rare", {"pattern": RARE_TOKEN}),
     ("no_match", {"pattern": NO_MATCH}),
     ("no_match_regex", {"pattern": r"class \w+Nope\d+"}),
@@ -45,7 +46,9 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("deps_md_no_match", {"pattern": NO_MATCH, "file_glob": "*.md"}),
     ("deps_files_md", {"pattern": "*.md", "target": "files"}),
 ]
-"""(name, arguments); a `deps_` query searches the deps tree."""
+"""(name, arguments); a `deps_` query searches the deps tree. Each of Talaria's calls is a new
+search (a new workspace), but `after_page_1`: the page the model asks for after the first, in
+the same workspace (the first page is not timed), read on from the search that found it."""
 
 _HERMES_DRIVER = """
 from tools.file_tools import search_tool
@@ -90,8 +93,11 @@ async def _talaria(root: Path, args: dict[str, Any]) -> tuple[float, dict[str, A
     spec = load_builtin_tools().get("search_files")
     assert spec is not None
     ctx = ToolContext(workspace=LocalWorkspace(root))
+    args = dict(args)
+    if args.pop("after_page_1", False):
+        await invoke(spec, {**args, "offset": 0}, ctx)
     started = time.perf_counter()
-    result = await invoke(spec, dict(args), ctx)
+    result = await invoke(spec, args, ctx)
     return time.perf_counter() - started, result
 
 
@@ -144,8 +150,9 @@ async def _rounds(roots: dict[str, Path], driver: hermes.HermesProcess | None
             root = roots[_tree(name)]
             args = {"limit": 50, **args}
             took, result = await _talaria(root, args)
-            rg_took = _rg_page(rg, root, args) if rg else None
-            h = driver.call("search", path=str(root), **args) if driver else None
+            cold = {k: v for k, v in args.items() if k != "after_page_1"}
+            rg_took = _rg_page(rg, root, cold) if rg else None
+            h = driver.call("search", path=str(root), **cold) if driver else None
             if run == 0:
                 shown[name] = {"returned": len(result.get("matches", [])),
                                "total": result.get("total"), "error": result.get("error"),

@@ -63,6 +63,18 @@ class SearchPage:
         exact = len(found) < search_cap(offset, limit)
         return cls(found[offset:offset + limit], len(found), exact)
 
+    @classmethod
+    def arranged(cls, found: list[SearchMatch], *, complete: bool, offset: int,
+                 limit: int) -> SearchPage:
+        """The page at `offset` of matches in the order a search found them (`complete`: all
+        there are, else the total is a bound), put in path order."""
+        return cls(sorted(found[offset:offset + limit], key=path_order), len(found), complete)
+
+
+def path_order(match: SearchMatch) -> tuple[list[str], int]:
+    """By path components (`a/x` before `a-b`), then line number."""
+    return match.path.split("/"), match.line or 0
+
 
 MAX_SEARCH_MATCHES = 10_000
 """The most matches a search collects, however far `offset` goes."""

@@ -112,6 +112,7 @@ class DocumentWorkspace:
         return await self.local.read_text(key)
 
     async def write_text(self, path: Path, text: str) -> None:
+        self.local.files_may_change()
         key = _key(path)
         if not self.editor.can_apply:
             await self._write_disk(key, text, "your editor does not take workspace/applyEdit")

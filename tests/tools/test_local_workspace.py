@@ -14,7 +14,7 @@ from talaria.tools import workspace as workspace_seam
 from talaria.tools.local import search as local_search
 from talaria.tools.local import workspace as local
 from talaria.tools.local.workspace import MAX_READ_BYTES, LocalWorkspace
-from talaria.tools.workspace import WorkspaceError
+from talaria.tools.workspace import WorkspaceError, path_order
 from tests.exec_helpers import PATIENCE_S
 
 pytestmark = pytest.mark.anyio
@@ -170,7 +170,13 @@ async def _run_queries(ws: LocalWorkspace, root: Path) -> list[object]:
     for pattern, glob in FILE_QUERIES:
         out.append(await ws.search(pattern, root=root, target="files", file_glob=glob))
     out.append(await ws.search("foo", root=root / "src" / "main.py"))
-    out.append(await ws.search("foo", root=root, limit=3, offset=2))
+    # A page short of the end: the backends may find other matches first (rg's walk is
+    # parallel); it holds as many, in path order, of the ones the whole search finds.
+    page, whole = (await ws.search("foo", root=root, limit=3, offset=2),
+                   await ws.search("foo", root=root, limit=1000))
+    assert set(page.matches) <= set(whole.matches)
+    assert page.matches == sorted(page.matches, key=path_order)
+    out.append((len(page.matches), page.total >= 6, page.total_exact))
     return out
 
 
@@ -226,22 +232,28 @@ async def test_search_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 async def test_search_stops_past_the_page_and_says_its_total_is_a_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "many.txt").write_text("hit\n" * 20)
+    for n in range(20):
+        (tmp_path / f"f{n:02}.txt").write_text("hit\n")
+    (tmp_path / "many.txt").write_text("hit\n" * 30)
     for rg in (shutil.which("rg"), None):
         monkeypatch.setattr(local_search, "ripgrep_path", lambda rg=rg: rg)
         ws = LocalWorkspace(tmp_path)
 
-        async def page(ws: LocalWorkspace = ws, **kw: int) -> tuple[list[int | None], int, bool]:
-            found = await ws.search("hit", root=tmp_path, **kw)
-            return [m.line for m in found.matches], found.total, found.total_exact
+        async def page(pattern: str = "hit", ws: LocalWorkspace = ws,
+                       **kw: int) -> tuple[int, int, bool]:
+            found = await ws.search(pattern, root=tmp_path, file_glob="f*", **kw)
+            return len(found.matches), found.total, found.total_exact
 
-        assert await page(limit=2) == ([1, 2], 3, False)  # stopped at one past the page
-        assert await page(limit=5, offset=14) == ([15, 16, 17, 18, 19], 20, False)
-        assert await page(limit=5, offset=15) == ([16, 17, 18, 19, 20], 20, True)  # ran out
-        assert await page(limit=50) == (list(range(1, 21)), 20, True)
+        assert await page(limit=2) == (2, 3, False)  # stopped at one past the page
+        assert await page(limit=5, offset=14) == (5, 20, False)
+        assert await page(limit=5, offset=15) == (5, 20, True)  # ran out
+        assert await page(limit=50) == (20, 20, True)
+        # A file's matches are read whole: one past the page may be 30 past it.
+        found = await ws.search("hit", root=tmp_path, file_glob="many.txt", limit=2)
+        assert ([m.line for m in found.matches], found.total) == ([1, 2], 30 if rg else 3)
         monkeypatch.setattr(workspace_seam, "MAX_SEARCH_MATCHES", 5)
-        assert await page(limit=2, offset=10) == ([], 5, False)  # a far offset collects 5
-        monkeypatch.undo()
+        assert await page(limit=2, offset=10, ws=LocalWorkspace(tmp_path)) == (0, 5, False)
+        monkeypatch.undo()  # a far offset collects 5
 
 
 # --- run ---------------------------------------------------------------------------------
@@ -342,5 +354,12 @@ async def test_a_deep_tree_pages_as_the_python_walk_does(
     with_rg = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
     monkeypatch.setattr(local_search, "ripgrep_path", lambda: None)
     without = [await ws.search(p, root=tmp_path, target=t, limit=n, offset=o) for p, t, n, o in queries]
-    assert with_rg == without
+    for got, want, (_, _, limit, _) in zip(with_rg, without, queries, strict=True):
+        if want.total_exact and want.total <= limit:  # the whole result: the same page
+            assert got == want
+        else:  # as many, of the same matches, in path order
+            assert len(got.matches) == len(want.matches)
+            assert got.matches == sorted(got.matches, key=path_order)
+    whole = {m for page in without[2:3] for m in page.matches}
+    assert all(set(page.matches) <= whole for page in with_rg[:2])
     assert with_rg[2].total == 2 * 4 * 3 * 3 + 4 + 1 and with_rg[2].total_exact

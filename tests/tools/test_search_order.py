@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import SearchMatch
+from talaria.tools.workspace import SearchMatch, path_order
 
 pytestmark = pytest.mark.anyio
 
@@ -46,20 +46,43 @@ async def test_offset_pages_neither_overlap_nor_skip(tmp_path: Path, backend: st
     for target, pattern in (("content", "hit"), ("files", "*.py")):
         whole = await ws.search(pattern, root=tmp_path, target=target, limit=500)
         assert whole.total_exact and whole.total == len(whole.matches)
-        paged: list[SearchMatch] = []
-        while True:
-            page = await ws.search(pattern, root=tmp_path, target=target, limit=7,
-                                   offset=len(paged))
-            again = await ws.search(pattern, root=tmp_path, target=target, limit=7,
+        assert whole.matches == sorted(whole.matches, key=path_order)  # one page: path order
+        paged = await _paged(ws, tmp_path, target, pattern, 7)
+        assert sorted(paged, key=path_order) == whole.matches
+
+
+async def _paged(ws: LocalWorkspace, root: Path, target: str, pattern: str,
+                 limit: int) -> list[SearchMatch]:
+    """Every page of a search in turn: each in path order, a page asked for again the same."""
+    paged: list[SearchMatch] = []
+    while True:
+        page = await ws.search(pattern, root=root, target=target, limit=limit, offset=len(paged))
+        assert page.matches == sorted(page.matches, key=path_order)
+        if paged:  # a first page asked again starts a new search (files may have changed)
+            again = await ws.search(pattern, root=root, target=target, limit=limit,
                                     offset=len(paged))
             assert page == again  # the same page on every call
-            paged += page.matches
-            if page.total_exact:
-                break
-            assert page.total > len(paged)  # a bound, and it says there is more
-        assert paged == whole.matches
-        paths = [m.path for m in paged]
-        assert paths == sorted(paths, key=lambda p: p.encode().split(b"/"))
+        paged += page.matches
+        if page.total_exact:
+            return paged
+        assert page.total > len(paged)  # a bound, and it says there is more
+
+
+async def test_pages_of_a_big_tree_follow_one_search(tmp_path: Path, backend: str) -> None:
+    # rg's parallel walk finds files in no fixed order: the pages of one search read on from
+    # where the last stopped, so together they hold every match once.
+    for d in range(12):
+        for n in range(40):
+            (tmp_path / f"d{d}").mkdir(exist_ok=True)
+            (tmp_path / f"d{d}" / f"f{n}.txt").write_text("hit\nmiss\nhit again\n" * 2)
+    ws = LocalWorkspace(tmp_path)
+    for target, pattern, limit in (("content", "hit", 50), ("content", "again", 37),
+                                   ("files", "*.txt", 45)):
+        whole = await _paged(ws, tmp_path, target, pattern, 500)
+        paged = await _paged(ws, tmp_path, target, pattern, limit)
+        assert len(paged) == len(set(paged)) == 12 * 40 * (4 if pattern == "hit" else
+                                                           2 if pattern == "again" else 1)
+        assert set(paged) == set(whole)
 
 
 @pytest.mark.parametrize(("pattern", "target", "glob"), [

@@ -11,31 +11,33 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   (look-around, backreferences) run in Python.
 - Files: a glob on the file name, or on the relative path when it has a `/`; `{a,b}`
   alternatives; a pattern without glob characters matches names containing it.
-- Order: by path components, then line number, so paging is stable. A search stops once it
-  has the matches a page asks for and one more (`search_cap`): a common pattern on a big tree
-  costs what its first page costs, and the total is then a lower bound that says so
-  (`SearchPage.total_exact`). Only a search that ends before that counts every match.
-- ripgrep gives the page `rg --sort path` would; over a big tree two of them search its two
-  parts side by side (`talaria.tools.local.ripgrep`). Its binary rule (it stops at a NUL
-  byte, after printing the matches before it) is made the Python backend's by dropping a
-  file's matches when its `end` record names a binary offset.
+- Order: rg's, the order its parallel walk finds the files in (a file's matches by line);
+  the Python walk's by path components, then line number. A page is put in path order before
+  it is shown. A search stops once it has the matches a page asks for and one more
+  (`search_cap`, whole files): a common pattern on a big tree costs what its first page
+  costs, and the total is then a lower bound that says so (`SearchPage.total_exact`). rg is
+  left waiting, and the next page of the same query (offset > 0) reads on from it
+  (`talaria.tools.local.ripgrep`), so pages neither repeat nor skip a match.
+- Binary files: rg stops at a NUL byte after printing the matches before it; the file's
+  matches are dropped when its `end` record names a binary offset, as the Python walk skips
+  the file.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import re
-import secrets
 import shutil
-import subprocess
-import tempfile
 import time
+from collections.abc import Hashable
 from pathlib import Path
 
 import anyio
 
+from talaria.tools import workspace
 from talaria.tools.local import ripgrep
+from talaria.tools.local.ripgrep import Found
 from talaria.tools.local.walk import (
     MAX_FILE_BYTES,
     SKIP_DIRS,
@@ -52,59 +54,70 @@ _GLOB_CHARS = frozenset("*?[{")
 
 def ripgrep_path() -> str | None:
     """The `rg` executable, or None to use the Python backend."""
-    return shutil.which("rg")
+    return _which_rg(os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=4)
+def _which_rg(path: str | None) -> str | None:
+    return shutil.which("rg", path=path)
 
 
 async def search(
     pattern: str, *, root: Path, target: str = "content", file_glob: str | None = None,
-    cap: int = 51,
-) -> list[SearchMatch]:
-    """The first `cap` matches under `root` (a directory or one file), in order."""
+    cap: int = 51, offset: int = 0, owner: Hashable = None,
+) -> Found:
+    """Matches under `root` (a directory or one file): at least the first `cap` a search
+    finds, or all there are (`Found.complete`). With rg, in the order it found them, and a
+    search at `offset` > 0 reads on the run of `owner`'s last search for the same query, so
+    its pages follow that one's; the Python walk's are in path order."""
     if target not in ("content", "files"):
         raise ValueError(f"target must be 'content' or 'files', not {target!r}")
     root_s = os.path.normpath(root)
     if not os.path.exists(root_s):
         raise FileNotFoundError(f"No such file or directory: {root}")
-    found = await _search(pattern, root_s, target, file_glob, cap)
+    found = await _search(pattern, root_s, target, file_glob, cap, offset, owner)
     if not os.path.isdir(root_s):  # paths are relative to the root: a file root is "."
-        found = [SearchMatch(".", m.line, m.text) for m in found]
+        found = Found([SearchMatch(".", m.line, m.text) for m in found.matches], found.complete)
     return found
 
 
 async def _search(
-    pattern: str, root_s: str, target: str, file_glob: str | None, cap: int
-) -> list[SearchMatch]:
+    pattern: str, root_s: str, target: str, file_glob: str | None, cap: int, offset: int,
+    owner: Hashable,
+) -> Found:
     globs = expand_braces(file_glob) if file_glob else None
     rg = ripgrep_path()
     deadline = time.monotonic() + SEARCH_TIMEOUT_S  # the Python walk checks it between files
+    key = (owner, root_s, target, pattern, file_glob)
     try:
         with anyio.fail_after(SEARCH_TIMEOUT_S):
             if target == "files":
                 names = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
                 if rg:
-                    return await _rg_files(rg, root_s, names, globs, cap)
-                return _matches(await anyio.to_thread.run_sync(
+                    return await _rg_files(rg, root_s, names, globs, cap, offset, key)
+                return _walked(await anyio.to_thread.run_sync(
                     py_files, root_s, names, globs, deadline, cap, abandon_on_cancel=True
-                ))
+                ), cap)
             try:
                 regex = re.compile(pattern)
             except re.error as exc:
                 raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
             if rg:
-                found = await _rg_content(rg, root_s, pattern, globs, cap)
-                if found is not None:
+                found = await _rg_content(rg, root_s, pattern, globs, cap, offset, key)
+                if not found.refused:
                     return found
-            return _matches(await anyio.to_thread.run_sync(
+            return _walked(await anyio.to_thread.run_sync(
                 py_content, root_s, regex, globs, deadline, cap, abandon_on_cancel=True
-            ))
+            ), cap)
     except TimeoutError:
         raise WorkspaceError(
             f"search timed out after {SEARCH_TIMEOUT_S:.0f} s; narrow the path or file_glob"
         ) from None
 
 
-def _matches(found: list[tuple[str, int | None, str | None]]) -> list[SearchMatch]:
-    return [SearchMatch(*m) for m in found]
+def _walked(found: list[tuple[str, int | None, str | None]], cap: int) -> Found:
+    """The Python walk's first `cap` matches: all there are when fewer."""
+    return Found([SearchMatch(*m) for m in found], len(found) < cap)
 
 
 def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
@@ -122,58 +135,45 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
     return [*argv, "-g", "!.*"] if prune else argv
 
 
-async def _rg(argv: list[str], root: str, whole: ripgrep.Lines | ripgrep.Names,
-              tail: ripgrep.Lines | ripgrep.Names | None = None) -> tuple[list[SearchMatch], bool]:
-    """`ripgrep.run` on a worker thread (an asyncio subprocess costs a child-watcher thread
-    and a loop wake-up per chunk, more than a page); rg is killed if the search is cancelled.
-    `tail` reads the second rg of a tree cut in two; None: one rg, never cut."""
-    parts = ripgrep.split(root, SKIP_DIRS) if tail is not None and os.path.isdir(root) else None
-    if parts is None:
+async def _rg(argv: list[str], root: str, reader: ripgrep.Lines | ripgrep.Names, cap: int,
+              offset: int, key: Hashable) -> Found:
+    """Read `key`'s run on to `cap` (a new run at offset 0, or when none is kept) on a worker
+    thread (an asyncio subprocess costs a child-watcher thread and a loop wake-up per chunk,
+    more than a page); a search cancelled or timed out stops its rg."""
+    run = ripgrep.RUNS.get(key) if offset else None
+    if run is None:
         cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
-        plan = ripgrep.Plan([*argv, "--sort", "path", "--", root], None, cwd)
-    else:
-        argv = [*argv, "--sort", "path", "--line-buffered"]
-        globs, dirs = parts
-        mark = os.path.join(tempfile.gettempdir(), f".talaria-{secrets.token_hex(8)}")
-        paths = [os.path.join(root, d) for d in dirs]
-        plan = ripgrep.Plan([*argv, *_globs(globs), "--", root, mark, *paths],
-                            [*argv, "--", *paths] if paths else None, root, mark, tuple(dirs))
-    procs: list[subprocess.Popen[bytes]] = []
+        run = ripgrep.RUNS.start(key, [*argv, "--", root], cwd, reader)
     try:
-        return await anyio.to_thread.run_sync(ripgrep.run, plan, whole, tail, procs,
-                                              abandon_on_cancel=True)
-    finally:
-        for proc in procs:  # cancelled: the thread is abandoned, rg must not run on
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-
-
-def _globs(globs: list[str]) -> list[str]:
-    return [arg for g in globs for arg in ("-g", g)]
+        return await anyio.to_thread.run_sync(run.read, cap, abandon_on_cancel=True)
+    except BaseException:
+        ripgrep.RUNS.drop(key)  # cancelled: the thread is abandoned, rg must not run on
+        raise
 
 
 async def _rg_files(
-    rg: str, root: str, names: list[str], globs: list[str] | None, cap: int
-) -> list[SearchMatch]:
+    rg: str, root: str, names: list[str], globs: list[str] | None, cap: int, offset: int,
+    key: Hashable,
+) -> Found:
     rel = ripgrep.relative(root)
 
     def keep(path: str) -> bool:
         return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
     argv = [*_rg_base(rg, names), "--files"]
-    # Not cut: a listing prints a line a file, and `--line-buffered` (for the mark) costs a
-    # page of names 20-50% (a write a line); a whole listing is ~3x quicker than a content search.
-    found, _ = await _rg(argv, root, ripgrep.Names(rel, keep, cap))
-    return found
+    return await _rg(argv, root, ripgrep.Names(rel, keep, workspace.MAX_SEARCH_MATCHES), cap, offset, key)
 
 
 async def _rg_content(
-    rg: str, root: str, pattern: str, globs: list[str] | None, cap: int
-) -> list[SearchMatch] | None:
-    """Matches found by rg, or None when rg rejects the pattern (Python takes over)."""
+    rg: str, root: str, pattern: str, globs: list[str] | None, cap: int, offset: int,
+    key: Hashable,
+) -> Found:
+    """Matches found by rg (`refused` when rg rejects the pattern: Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap",
             "--max-filesize", str(MAX_FILE_BYTES), "-e", pattern]
     rel = ripgrep.relative(root)
-    found, refused = await _rg(argv, root, ripgrep.Lines(rel, globs, cap),
-                               ripgrep.Lines(rel, globs, cap))
-    return None if refused else found
+    found = await _rg(argv, root, ripgrep.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES), cap, offset,
+                      key)
+    if found.refused:
+        ripgrep.RUNS.drop(key)
+    return found

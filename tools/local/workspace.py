@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from talaria.tools import procs
+from talaria.tools.local import ripgrep
 from talaria.tools.local import search as local_search
 from talaria.tools.local.files import (  # noqa: F401 -- re-exported: the client imports them here
     MAX_READ_BYTES,
@@ -47,12 +48,20 @@ class LocalWorkspace:
     def __init__(self, cwd: Path, roots: tuple[Path, ...] | None = None) -> None:
         self.cwd = Path(os.path.abspath(cwd))
         self.roots = tuple(Path(os.path.abspath(r)) for r in roots) if roots else (self.cwd,)
+        self._searches = object()
+        """Names this workspace's searches: a next page reads on from its own last one's."""
 
     async def read_text(self, path: Path) -> str:
         return await anyio.to_thread.run_sync(read_text_sync, path)
 
     async def write_text(self, path: Path, text: str) -> None:
+        self.files_may_change()
         await anyio.to_thread.run_sync(write_text_sync, path, text)
+
+    def files_may_change(self) -> None:
+        """A write or a command is coming: the next page of an earlier search searches again
+        rather than read on from a run that began before it (`ripgrep.Runs`)."""
+        ripgrep.RUNS.forget(self._searches)
 
     async def search(
         self,
@@ -65,8 +74,10 @@ class LocalWorkspace:
         offset: int = 0,
     ) -> SearchPage:
         found = await local_search.search(pattern, root=root, target=target, file_glob=file_glob,
-                                          cap=search_cap(offset, limit))
-        return SearchPage.of(found, offset=offset, limit=limit)
+                                          cap=search_cap(offset, limit), offset=offset,
+                                          owner=self._searches)
+        return SearchPage.arranged(found.matches, complete=found.complete, offset=offset,
+                                   limit=limit)
 
     async def run(
         self,
@@ -79,6 +90,7 @@ class LocalWorkspace:
         sandbox: SandboxSpec | None = None,
         shell: str | None = None,
     ) -> CommandResult:
+        self.files_may_change()
         with StateFile(shell, sandbox) as state:
             if state.sandbox is None:
                 result = await run_command(command, cwd=cwd, timeout=timeout,
@@ -100,6 +112,7 @@ class LocalWorkspace:
     ) -> Background:
         from talaria.tools.processes.local import LocalBackground
 
+        self.files_may_change()
         argv, env, cleanup = await prepare_command([_shell(), "-c", command], shell, sandbox,
                                                    local=True)
         return await LocalBackground.start(argv, cwd=cwd, name=name, log=log, cleanup=cleanup,

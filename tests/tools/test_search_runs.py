@@ -1,0 +1,144 @@
+"""The rg a search leaves waiting for its next page (`talaria.tools.local.ripgrep`), on real
+rg and real files: it waits without using the CPU, the next page reads on from it, and it is
+stopped when a search is cancelled, ends, is asked anew, or is one too many; a write or a
+command in the workspace makes the next page search again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from talaria.tools.local import ripgrep
+from talaria.tools.local.workspace import LocalWorkspace
+from talaria.tools.workspace import path_order
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed"),
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def no_runs() -> object:
+    ripgrep.RUNS.clear()
+    yield
+    ripgrep.RUNS.clear()
+
+
+def big_tree(root: Path, dirs: int = 8, files: int = 50) -> int:
+    """More output than rg's pipe holds: rg has to wait for a reader. Returns the matches."""
+    for d in range(dirs):
+        (root / f"d{d}").mkdir()
+        for n in range(files):
+            (root / f"d{d}" / f"f{n}.txt").write_text(f"hit {d} {n} " + "x" * 200 + "\n" * 2 * 10)
+    return dirs * files
+
+
+def rg_children() -> dict[int, tuple[str, int]]:
+    """pid → (state, CPU ticks) of this process's rg children, zombies too."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if name == "rg" and int(rest[1]) == os.getpid():
+            out[int(pid)] = (rest[0], int(rest[11]) + int(rest[12]))
+    return out
+
+
+async def settled_children(count: int | None = None,
+                           seconds: float = 5.0) -> dict[int, tuple[str, int]]:
+    """The rg children once none is running and, given `count`, there are that many (a
+    stopped one goes on the reaper thread, a moment later)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        children = rg_children()
+        if (all(state == "S" for state, _ in children.values())
+                and count in (None, len(children))) or time.monotonic() > deadline:
+            return children
+        await anyio.sleep(0.02)
+
+
+async def test_a_page_leaves_rg_waiting_idle_and_the_next_reads_on(tmp_path: Path) -> None:
+    total = big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    first = await ws.search("hit", root=tmp_path, limit=10)
+    assert (len(first.matches), first.total_exact) == (10, False)
+    children = await settled_children(1)
+    assert len(children) == 1  # waiting on its full pipe
+    await anyio.sleep(0.3)
+    assert rg_children() == children  # asleep, no CPU used meanwhile
+    second = await ws.search("hit", root=tmp_path, limit=10, offset=10)
+    assert rg_children().keys() == children.keys()  # the same rg, read on
+    assert not set(first.matches) & set(second.matches)
+    rest = await ws.search("hit", root=tmp_path, limit=1000, offset=20)
+    assert rest.total_exact and rest.total == total == 20 + len(rest.matches)
+    assert len(set(first.matches) | set(second.matches) | set(rest.matches)) == total
+    assert rg_children() == {}  # it ended: nothing waits
+
+
+async def test_a_new_first_page_stops_the_old_run(tmp_path: Path) -> None:
+    big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    await ws.search("hit", root=tmp_path, limit=5)
+    old = set(await settled_children(1))
+    await ws.search("hit", root=tmp_path, limit=5)
+    new = set(await settled_children(1))
+    assert len(old) == len(new) == 1 and old != new
+
+
+async def test_runs_past_the_most_are_stopped_the_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big_tree(tmp_path)
+    monkeypatch.setattr(ripgrep, "MAX_RUNS", 2)
+    ws, other = LocalWorkspace(tmp_path), LocalWorkspace(tmp_path)
+    await ws.search("hit", root=tmp_path, limit=5)
+    first = set(await settled_children(1))
+    await other.search("hit", root=tmp_path, limit=5)  # another workspace: a run of its own
+    await ws.search("x+", root=tmp_path, limit=5)
+    children = await settled_children(2)
+    assert len(children) == 2 and not first & set(children)
+    monkeypatch.setattr(ripgrep, "RUN_IDLE_S", 0.0)  # idle too long: stopped at the next search
+    await ws.search("nowhere", root=tmp_path)
+    assert await settled_children(0) == {}
+
+
+async def test_a_cancelled_search_stops_its_rg(tmp_path: Path) -> None:
+    big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    for delay in (0.0, 0.001, 0.005):
+        with anyio.move_on_after(delay):
+            await ws.search("hit", root=tmp_path, limit=3000)
+        assert len(ripgrep.RUNS) <= 1
+        await ws.search("nowhere", root=tmp_path)  # ran to its end: nothing left of either
+        assert await settled_children(0) == {}
+
+
+async def test_a_write_or_a_command_makes_the_next_page_search_again(tmp_path: Path) -> None:
+    total = big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    for change in ("write", "run"):
+        await ws.search("hit", root=tmp_path, limit=5)
+        assert len(await settled_children(1)) == 1
+        if change == "write":
+            await ws.write_text(tmp_path / "new.txt", "hit new\n")
+        else:
+            await ws.run("echo hit run > run.txt", cwd=tmp_path, timeout=10, output_limit=1000)
+        assert await settled_children(0) == {}
+        page = await ws.search("hit", root=tmp_path, limit=1000, offset=5)
+        total += 1  # new.txt, then run.txt
+        assert page.total == total and page.total_exact
+        assert page.matches == sorted(page.matches, key=path_order)
