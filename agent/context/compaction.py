@@ -321,14 +321,25 @@ async def compact_session(
 async def compact_if_needed(session: Session, used: int) -> Compaction | None:
     """Automatic compaction, before a model call. `used` may be an upper bound (the loop sizes
     the context with `tokens.bound_messages`, which never builds the tokenizer); only when it
-    reaches the threshold is the context counted exactly, in a worker thread, and compacted if
-    the exact count reaches it too: the decision an exact count on every call would make."""
-    if not needs_compaction(session, used):
-        return None
-    exact = await session.context.exact(session.tool_definitions())  # the bound becomes exact too
-    if not needs_compaction(session, max(session.context.last_usage, exact)):
+    reaches the threshold is the context sized again (`over_threshold`) and compacted if that
+    reaches it too."""
+    if not await over_threshold(session, used):
         return None
     return await compact_session(session, reason="auto")
+
+
+async def over_threshold(session: Session, used: int) -> bool:
+    """Whether automatic compaction is due: `used` (an upper bound) reaches the threshold, and
+    so does the provider's last report or the context's size (`LiveContext.over`: counted
+    exactly in a worker thread, the bound then exact too; a loaded session never counted,
+    far past the threshold, by a sampled estimate)."""
+    if not needs_compaction(session, used):
+        return False
+    threshold = session.context_window * session.compact_threshold
+    if not (session.context.last_usage >= threshold
+            or await session.context.over(session.tool_definitions(), threshold)):
+        return False
+    return not session.context.stalled
 
 
 def needs_compaction(session: Session, used: int) -> bool:

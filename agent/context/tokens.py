@@ -193,6 +193,49 @@ def estimate_total(
     return _total(messages, tools, counter), exact
 
 
+SAMPLE_POINTS = 32
+"""Places `sampled` counts a slice at, spread evenly over the texts' characters."""
+SAMPLE_CHARS = 800
+"""Characters of each slice."""
+
+
+def sampled(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    """An estimate of `count_messages` from SAMPLE_POINTS slices of SAMPLE_CHARS, counted
+    exactly, spread evenly over the texts' characters (a text is sampled as much as it
+    weighs): their tokens per character times all the characters, plus what is known
+    whatever the texts (framing, images, texts counted before). Counts ~26K characters
+    whatever the size (1M tokens: ~3 ms against ~200-300 ms for all). Measured on 67K-1M
+    token sessions of tool output, prose, CJK, base64 and two unlike halves: within -1%
+    and +6% of the count. For a decision with a margin (`LiveContext.over`), never for one
+    that the window holds a request."""
+    fixed, texts = 0, []
+    for message in messages:
+        fixed += MESSAGE_OVERHEAD
+        for text in _texts(message):
+            if text is None:
+                fixed += IMAGE_TOKENS
+            elif (found := _cached(text)) is not None:
+                fixed += found
+            elif text:
+                texts.append(text)
+    if tools:
+        texts.append(json.dumps(tools, separators=(",", ":")))
+    chars = sum(map(len, texts))
+    if chars <= SAMPLE_POINTS * SAMPLE_CHARS * 2:  # as cheap to count them all
+        return fixed + sum(count(t) for t in texts)
+    step, slices, index, start = chars / SAMPLE_POINTS, [], 0, 0
+    for point in range(SAMPLE_POINTS):
+        at = int((point + 0.5) * step)  # the middle of each step: a slice a step
+        while start + len(texts[index]) <= at:
+            start += len(texts[index])
+            index += 1
+        text, offset = texts[index], at - start
+        left = max(0, min(offset - SAMPLE_CHARS // 2, len(text) - SAMPLE_CHARS))
+        slices.append(text[left:left + SAMPLE_CHARS])
+    per_char = sum(_count(s) for s in slices) / sum(map(len, slices))
+    return fixed + round(chars * per_char)
+
+
 def fingerprint(messages: list[dict[str, Any]], into: Any) -> None:
     """Feed hashlib object `into` all that `count_messages(messages)` depends on: equal digests
     of two lists of messages mean equal counts (`live.Counted`, a count kept with a session)."""

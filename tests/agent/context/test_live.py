@@ -248,3 +248,50 @@ def test_a_provider_without_usage_is_counted_only_for_what_is_new(
     assert counted == [2, 2, 2, 2, 2, 2], counted
     answered = list(session.messages)[:-1]  # the last answer came after its own count
     assert session.context.last_usage == tokens.count_messages(answered, session.tool_definitions())
+
+
+def _loaded(seed: int = 7) -> tuple[LiveContext, int]:
+    """A loaded context never counted (a session an older Talaria saved) of ~200K tokens,
+    and its exact count (made on a copy, then forgotten)."""
+    from benchmarks.synthetic import tool_heavy_session
+
+    messages = tool_heavy_session(200_000, seed=seed)
+    exact = tokens.count_messages(messages, TOOLS)
+    tokens.clear_cache()
+    return LiveContext(messages), exact
+
+
+def _counted_share(live: LiveContext) -> float:
+    texts = [m["content"] for m in live.messages if isinstance(m.get("content"), str)
+             and len(m["content"]) >= tokens.CACHE_MIN_CHARS]
+    return sum(tokens._cached(t) is not None for t in texts) / len(texts)
+
+
+@pytest.mark.parametrize("seed", [7, 11])
+def test_a_context_never_counted_far_past_the_threshold_is_not_counted_whole(seed: int) -> None:
+    # A sampled estimate decides when it is past the threshold by the margin: the first prompt
+    # of such a session does not wait for a count of it all.
+    live, exact = _loaded(seed)
+    assert anyio.run(live.over, TOOLS, exact * 0.85) is True
+    assert _counted_share(live) < 0.1
+    assert live.bound(TOOLS) > exact  # nothing taken as exact that was not counted
+
+
+@pytest.mark.parametrize(("share", "over"), [(0.95, True), (1.03, False), (3.0, False)])
+def test_near_or_under_the_threshold_the_exact_count_decides(share: float, over: bool) -> None:
+    live, exact = _loaded()
+    assert anyio.run(live.over, TOOLS, exact * share) is over
+    assert _counted_share(live) == 1.0
+    assert live.bound(TOOLS) == exact
+
+
+def test_the_sampled_estimate_is_within_a_few_percent() -> None:
+    from benchmarks.synthetic import tool_heavy_session
+
+    prose = [{"role": "user", "content": " ".join(f"w{i % 97} and the{i % 13}" for i in
+                                                  range(j * 50, j * 50 + 400))} for j in range(600)]
+    for messages in (tool_heavy_session(200_000), tool_heavy_session(1_000_000, seed=3), prose):
+        exact = tokens.count_messages(messages, TOOLS)
+        tokens.clear_cache()
+        assert -0.03 < tokens.sampled(messages, TOOLS) / exact - 1 < 0.08
+        assert tokens.sampled(messages[:3], TOOLS) == tokens.count_messages(messages[:3], TOOLS)
