@@ -30,10 +30,13 @@ from dataclasses import dataclass
 from talaria.tools.local.walk import MAX_LINE_CHARS, glob_ok
 from talaria.tools.workspace import SearchMatch
 
-MAX_RUNS = 8
-"""Runs kept for their next page, in this process (the least recently used is stopped)."""
-RUN_IDLE_S = 600.0
-"""A run not read for this long is stopped at the next search."""
+MAX_RUNS = 4
+"""Runs kept for their next page, in this process (the least recently used is stopped);
+each is an rg waiting with ~6.5 MB resident, most of it its shared binary."""
+RUN_IDLE_S = 300.0
+"""A run not read for this long is stopped (by the reaper's sweep, or the next search's)."""
+SWEEP_S = 60.0
+"""How often the reaper thread looks for idle runs."""
 MAX_ERRORS = 4096
 """Bytes of rg's own error messages kept, to tell a pattern it refused."""
 PIPE_BYTES = 1 << 16
@@ -209,9 +212,15 @@ _reaper_lock = threading.Lock()
 
 
 def _reap(run: Run) -> None:
-    """Hand a run to stop to the reaper thread (started on first use)."""
-    global _reaper
+    """Hand a run to stop to the reaper thread."""
     _reaping.put(run)
+    _reaper_started()
+
+
+def _reaper_started() -> None:
+    """The reaper thread (started on first use): it stops and reaps runs handed to it, and
+    every SWEEP_S stops the runs idle past RUN_IDLE_S (an idle agent keeps none)."""
+    global _reaper
     with _reaper_lock:
         if _reaper is None:
             _reaper = threading.Thread(target=_reap_forever, name="talaria-rg-reaper",
@@ -221,57 +230,71 @@ def _reap(run: Run) -> None:
 
 def _reap_forever() -> None:
     while True:
-        _reaping.get().reaped()
+        try:
+            run = _reaping.get(timeout=SWEEP_S)
+        except queue.Empty:
+            RUNS.sweep()
+            continue
+        run.reaped()
 
 
 class Runs:
     """The runs kept for their next page: at most MAX_RUNS, none idle past RUN_IDLE_S. Used on
-    the event loop (one thread); the runs' reads happen on worker threads."""
+    the event loop and by the reaper's sweeps; the runs' reads happen on worker threads."""
 
     def __init__(self) -> None:
         self._runs: OrderedDict[Hashable, Run] = OrderedDict()
+        self._lock = threading.RLock()
 
     def get(self, key: Hashable) -> Run | None:
         """The run kept for `key`, still usable, or None."""
-        self._sweep()
-        run = self._runs.get(key)
-        if run is None or (run.stopped and not run.complete):
-            return None
-        self._runs.move_to_end(key)
-        return run
+        with self._lock:
+            self.sweep()
+            run = self._runs.get(key)
+            if run is None or (run.stopped and not run.complete):
+                return None
+            self._runs.move_to_end(key)
+            return run
 
     def start(self, key: Hashable, argv: list[str], cwd: str, reader: Lines | Names) -> Run:
         """A new run for `key`, in place of any before it."""
-        self._sweep()
-        self.drop(key)
-        run = self._runs[key] = Run(argv, cwd, reader)
-        while len(self._runs) > MAX_RUNS:
-            self._runs.popitem(last=False)[1].stop()
+        with self._lock:
+            self.sweep()
+            self.drop(key)
+            run = self._runs[key] = Run(argv, cwd, reader)
+            while len(self._runs) > MAX_RUNS:
+                self._runs.popitem(last=False)[1].stop()
+        _reaper_started()  # its sweeps stop the run if it is left idle
         return run
 
     def drop(self, key: Hashable) -> None:
         """Stop and forget the run for `key`, if any."""
-        run = self._runs.pop(key, None)
+        with self._lock:
+            run = self._runs.pop(key, None)
         if run is not None:
             run.stop()
 
     def forget(self, owner: Hashable) -> None:
         """Stop the runs of `owner` (the first item of their keys)."""
-        for key in [k for k in self._runs if isinstance(k, tuple) and k and k[0] is owner]:
-            self.drop(key)
+        with self._lock:
+            for key in [k for k in self._runs if isinstance(k, tuple) and k and k[0] is owner]:
+                self.drop(key)
 
     def clear(self) -> None:
         """Stop every run."""
-        while self._runs:
-            self._runs.popitem()[1].stop()
+        with self._lock:
+            while self._runs:
+                self._runs.popitem()[1].stop()
+
+    def sweep(self) -> None:
+        """Stop the runs not read for RUN_IDLE_S."""
+        with self._lock:
+            idle = time.monotonic() - RUN_IDLE_S
+            for key in [k for k, r in self._runs.items() if r.used < idle]:
+                self.drop(key)
 
     def __len__(self) -> int:
         return len(self._runs)
-
-    def _sweep(self) -> None:
-        idle = time.monotonic() - RUN_IDLE_S
-        for key in [k for k, r in self._runs.items() if r.used < idle]:
-            self.drop(key)
 
 
 RUNS = Runs()
