@@ -65,11 +65,12 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
     concealed = 0
     shown_as: dict[str, str | None] = {}
     """A path's shown form, None if concealed: a page's matches are in a few files."""
+    base = display(root, ctx.cwd)  # `display` of each match's path, by strings
     for m in page.matches:
         if m.path not in shown_as:
-            path = root / m.path
-            concealed_path = ctx.conceal is not None and ctx.conceal(path)
-            shown_as[m.path] = None if concealed_path else display(path, ctx.cwd)
+            concealed_path = ctx.conceal is not None and ctx.conceal(root / m.path)
+            shown_as[m.path] = None if concealed_path else (
+                base if m.path == "." else m.path if base == "." else f"{base}/{m.path}")
         shown = shown_as[m.path]  # a file root's own path is "."
         if shown is None:
             concealed += 1
