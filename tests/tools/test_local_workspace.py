@@ -363,3 +363,18 @@ async def test_a_deep_tree_pages_as_the_python_walk_does(
     whole = {m for page in without[2:3] for m in page.matches}
     assert all(set(page.matches) <= whole for page in with_rg[:2])
     assert with_rg[2].total == 2 * 4 * 3 * 3 + 4 + 1 and with_rg[2].total_exact
+
+
+async def test_a_file_over_the_size_limit_is_skipped_by_both_backends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from talaria.tools.local import ripgrep, walk
+
+    monkeypatch.setattr(walk, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(ripgrep, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "at.txt").write_text("hit\n" + "x" * 996)  # 1,000 bytes: searched
+    (tmp_path / "over.txt").write_text("hit\n" + "x" * 997)  # 1,001: skipped, matches too
+    for rg in (shutil.which("rg"), None):
+        monkeypatch.setattr(local_search, "ripgrep_path", lambda rg=rg: rg)
+        page = await LocalWorkspace(tmp_path).search("hit", root=tmp_path)
+        assert [m.path for m in page.matches] == ["at.txt"], rg

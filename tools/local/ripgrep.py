@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import queue
@@ -27,7 +28,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from talaria.tools.local.walk import MAX_LINE_CHARS, glob_ok
+import anyio
+
+from talaria.tools.local.walk import MAX_FILE_BYTES, MAX_LINE_CHARS, glob_ok
 from talaria.tools.workspace import SearchMatch
 
 MAX_RUNS = 4
@@ -41,6 +44,8 @@ MAX_ERRORS = 4096
 """Bytes of rg's own error messages kept, to tell a pattern it refused."""
 PIPE_BYTES = 1 << 16
 """rg's stdout pipe: what it may find ahead of the page before it waits."""
+CHUNK_BYTES = 1 << 16
+"""What one read of the pipe takes."""
 
 
 def relative(root: str) -> Callable[[str], str]:
@@ -65,10 +70,18 @@ def _match(raw: bytes, rel: Callable[[str], str]) -> SearchMatch:
 
 
 def _kept(end: bytes) -> bool:
-    """Whether a file's matches count, from its `end` record: rg stops at a NUL byte (binary)
-    after printing the matches before it, and the Python backend drops the whole file. (The
-    path before it is JSON: a quote in it is escaped, so it cannot hold the key's text.)"""
-    return b'"binary_offset":null' in end
+    """Whether a file's matches count, from its `end` record: not if rg stopped at a NUL byte
+    (binary) after printing the matches before it, nor if it searched more than
+    MAX_FILE_BYTES (rg's `--max-filesize` would stat every file: 8% of a search of a whole
+    tree); the Python backend skips both files whole. (The path before them is JSON: a quote
+    in it is escaped, so it cannot hold a key's text.)"""
+    if b'"binary_offset":null' not in end:
+        return False
+    at = end.find(b'"bytes_searched":')
+    if at < 0:
+        return True
+    at += len(b'"bytes_searched":')
+    return int(end[at:end.find(b",", at)]) <= MAX_FILE_BYTES
 
 
 class Lines:
@@ -124,8 +137,9 @@ class Found:
 
 
 class Run:
-    """One rg process and what has been read of it. `read` (on a worker thread) reads on to a
-    cap; between reads rg waits on its full pipe."""
+    """One rg process and what has been read of it. `read` (on the event loop: its pipe read
+    as it becomes readable, no thread to wake) reads on to a cap; between reads rg waits on
+    its full pipe."""
 
     def __init__(self, argv: list[str], cwd: str, reader: Lines | Names) -> None:
         self.reader = reader
@@ -133,65 +147,96 @@ class Run:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self.errors, cwd=cwd)
         assert self.proc.stdout is not None
-        with contextlib.suppress(OSError, AttributeError):  # Linux: a smaller look-ahead
-            import fcntl
-            fcntl.fcntl(self.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        with contextlib.suppress(OSError, AttributeError):  # Linux (macOS: its default)
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self.rest = b""
+        """Output read and not yet taken: a line's start, or the lines after a full page."""
         self.complete = False
         self.refused = False
         self.stopped = False
         self.closed = False
+        self.reading = False
+        """A read is under way: it closes the run when it ends (the reaper leaves it)."""
         self.used = time.monotonic()
         self._lock = threading.Lock()
+        self._turn: anyio.Lock | None = None
 
-    def read(self, cap: int) -> Found:
-        """Read until `cap` matches are found (whole files: there may be more) or rg ends."""
-        with self._lock:
+    async def read(self, cap: int) -> Found:
+        """Read until `cap` matches are found (whole files: there may be more) or rg ends.
+        Cancelled, it leaves the run to be stopped (`Runs.drop`)."""
+        if self._turn is None:
+            self._turn = anyio.Lock()
+        async with self._turn:  # two pages of one search at once: one after the other
             self.used = time.monotonic()
             found = self.reader.found
             if not (self.complete or self.stopped or len(found) >= cap):
-                self._read(cap)
+                with self._lock:
+                    if self.closed:
+                        return Found(list(found), False)
+                    self.reading = True
+                try:
+                    await self._read(cap)
+                finally:
+                    with self._lock:
+                        self.reading = False
+                    if self.stopped and not self.closed:
+                        _reap(self)
             full = len(found) >= self.reader.most
             return Found(list(found), self.complete and not full, self.refused)
 
-    def _read(self, cap: int) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
+    async def _read(self, cap: int) -> None:
         if len(self.reader.found) >= self.reader.most:
-            return self._end(stop=True)
-        for line in stdout:
-            if not self.reader.take(line.removesuffix(b"\n"), cap):
-                if len(self.reader.found) >= self.reader.most:  # no further page: stop rg
-                    self._end(stop=True)
+            return self.stop()  # no further page
+        while not self.stopped:
+            if self.rest.count(b"\n"):  # lines left from the last read first
+                lines = self.rest.split(b"\n")
+                self.rest = lines.pop()
+                for at, line in enumerate(lines):
+                    if not self.reader.take(line, cap):
+                        self.rest = b"\n".join([*lines[at + 1:], self.rest])
+                        if len(self.reader.found) >= self.reader.most:
+                            self.stop()
+                        return
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, CHUNK_BYTES)
+            except BlockingIOError:
+                continue
+            if not chunk:  # rg is done, its lines all taken
+                await self._ended()
                 return
-            if self.stopped:  # stopped from another thread (cancelled, evicted)
-                break
-        self._end(stop=self.stopped)
+            self.rest += chunk
 
-    def _end(self, *, stop: bool) -> None:
-        if stop:
-            self._kill()
-        self.proc.wait()
-        if not stop:
-            self.complete = True
-            self.errors.seek(0)
-            self.refused = (self.proc.returncode == 2 and not self.reader.found
-                            and b"regex" in self.errors.read(MAX_ERRORS))
+    async def _ended(self) -> None:
+        if self.rest and not self.stopped:  # a last line with no newline
+            self.reader.take(self.rest, len(self.reader.found) + 1)
+        self.rest = b""
+        returncode = await anyio.to_thread.run_sync(self.proc.wait)
+        if self.stopped:
+            return
+        self.complete = True
+        self.errors.seek(0)
+        self.refused = (returncode == 2 and not self.reader.found
+                        and b"regex" in self.errors.read(MAX_ERRORS))
         self.stopped = True
-        self._close()
+        with self._lock:
+            self._close()
 
     def stop(self) -> None:
         """Stop rg (a cancelled search, an evicted run, a page asked anew) on the reaper
         thread: the search that stops it does not wait for the kill or for rg to go; a read
-        under way ends as soon as rg is killed."""
+        under way ends as soon as rg is killed, and closes the run."""
         self.stopped = True
         _reap(self)
 
     def reaped(self) -> None:
-        """On the reaper thread: kill rg, wait for it, close what it used (unless the read
-        under way, ended by the kill, has)."""
+        """On the reaper thread: kill rg, wait for it, close what it used (unless a read is
+        under way: the kill ends it, and it closes the run)."""
         self._kill()
         with self._lock:
-            if not self.closed:
+            if not self.closed and not self.reading:
                 self.proc.wait()
                 self._close()
 

@@ -7,7 +7,8 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
   Python copy of gitignore semantics would drift from rg's and the two backends would disagree.
 - Content: Python `re` syntax, one line at a time; lines split on `\\n` with a trailing `\\r`
   dropped (`$` matches before CRLF). Files with a NUL byte anywhere (binary) or larger than
-  MAX_FILE_BYTES are skipped. rg does the work when it accepts the pattern; patterns it rejects
+  MAX_FILE_BYTES are skipped (rg searches a big file and its matches are dropped: a stat
+  of every file, `--max-filesize`, costs a search of a whole tree 8%). rg does the work when it accepts the pattern; patterns it rejects
   (look-around, backreferences) run in Python.
 - Files: a glob on the file name, or on the relative path when it has a `/`; `{a,b}`
   alternatives; a pattern without glob characters matches names containing it.
@@ -39,7 +40,6 @@ from talaria.tools import workspace
 from talaria.tools.local import ripgrep
 from talaria.tools.local.ripgrep import Found
 from talaria.tools.local.walk import (
-    MAX_FILE_BYTES,
     SKIP_DIRS,
     expand_braces,
     glob_ok,
@@ -137,17 +137,17 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
 
 async def _rg(argv: list[str], root: str, reader: ripgrep.Lines | ripgrep.Names, cap: int,
               offset: int, key: Hashable) -> Found:
-    """Read `key`'s run on to `cap` (a new run at offset 0, or when none is kept) on a worker
-    thread (an asyncio subprocess costs a child-watcher thread and a loop wake-up per chunk,
-    more than a page); a search cancelled or timed out stops its rg."""
+    """Read `key`'s run on to `cap` (a new run at offset 0, or when none is kept), on the
+    event loop (a worker thread's wake-ups cost a page ~0.5 ms; an asyncio subprocess adds a
+    child watcher); a search cancelled or timed out stops its rg."""
     run = ripgrep.RUNS.get(key) if offset else None
     if run is None:
         cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
         run = ripgrep.RUNS.start(key, [*argv, "--", root], cwd, reader)
     try:
-        return await anyio.to_thread.run_sync(run.read, cap, abandon_on_cancel=True)
+        return await run.read(cap)
     except BaseException:
-        ripgrep.RUNS.drop(key)  # cancelled: the thread is abandoned, rg must not run on
+        ripgrep.RUNS.drop(key)  # cancelled or timed out: rg must not run on
         raise
 
 
@@ -169,8 +169,7 @@ async def _rg_content(
     key: Hashable,
 ) -> Found:
     """Matches found by rg (`refused` when rg rejects the pattern: Python takes over)."""
-    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap",
-            "--max-filesize", str(MAX_FILE_BYTES), "-e", pattern]
+    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
     rel = ripgrep.relative(root)
     found = await _rg(argv, root, ripgrep.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES), cap, offset,
                       key)
