@@ -69,6 +69,20 @@ def _match(raw: bytes, rel: Callable[[str], str]) -> SearchMatch:
     return SearchMatch(rel(_text(data["path"])), data["line_number"], text[:MAX_LINE_CHARS])
 
 
+_BEGIN = b'{"type":"begin","data":{"path":{"text":"'
+_BEGIN_END = b'"}}}'
+
+
+def _begun(begin: bytes) -> str:
+    """The path of a `begin` record: read as it is when nothing in it is escaped (most
+    paths: no JSON parse a file), else parsed."""
+    if begin.startswith(_BEGIN) and begin.endswith(_BEGIN_END):
+        inner = begin[len(_BEGIN):-len(_BEGIN_END)]
+        if b"\\" not in inner and b'"' not in inner:
+            return inner.decode("utf-8", "surrogateescape")
+    return _text(json.loads(begin)["data"]["path"])
+
+
 def _kept(end: bytes) -> bool:
     """Whether a file's matches count, from its `end` record: not if rg stopped at a NUL byte
     (binary) after printing the matches before it, nor if it searched more than
@@ -101,8 +115,7 @@ class Lines:
                 self.pending.append(_match(raw, self.rel))
         elif raw.startswith(b'{"type":"begin"'):
             if self.globs is not None:
-                path = _text(json.loads(raw)["data"]["path"])
-                self.wanted = glob_ok(self.rel(path), self.globs)
+                self.wanted = glob_ok(self.rel(_begun(raw)), self.globs)
         elif raw.startswith(b'{"type":"end"'):
             if self.pending and _kept(raw):
                 self.found.extend(self.pending)
