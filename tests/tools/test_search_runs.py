@@ -142,3 +142,14 @@ async def test_a_write_or_a_command_makes_the_next_page_search_again(tmp_path: P
         total += 1  # new.txt, then run.txt
         assert page.total == total and page.total_exact
         assert page.matches == sorted(page.matches, key=path_order)
+
+
+@pytest.mark.parametrize("line", ["plain hit", 'a "quoted" \\ back\\slash\ttab hit', "é 日本 😀 hit",
+                                  'hit "lines":{"text":"x"} "line_number":9,', "hit\r"])
+async def test_a_match_record_reads_as_rg_wrote_it(tmp_path: Path, line: str) -> None:
+    # The line's text is decoded alone, not the whole record: escapes, non-ASCII, text that
+    # looks like the keys, a CR before the newline, from rg itself.
+    (tmp_path / 'we"ird\\name.txt').write_bytes(f"miss\n{line}\n".encode())
+    page = await LocalWorkspace(tmp_path).search("hit", root=tmp_path)
+    assert [(m.path, m.line, m.text) for m in page.matches] == \
+        [('we"ird\\name.txt', 2, line.removesuffix("\r"))]

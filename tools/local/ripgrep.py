@@ -27,6 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
 
 import anyio
 
@@ -63,10 +64,26 @@ def _text(field: dict[str, str]) -> str:
     return os.fsdecode(base64.b64decode(field["bytes"]))
 
 
-def _match(raw: bytes, rel: Callable[[str], str]) -> SearchMatch:
-    data = json.loads(raw)["data"]
-    text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
-    return SearchMatch(rel(_text(data["path"])), data["line_number"], text[:MAX_LINE_CHARS])
+_LINES = '"lines":{"text":"'
+_NUMBER = '"line_number":'
+
+
+def _match(raw: bytes, path: str) -> SearchMatch:
+    """A `match` record of the file at `path` (relative): its line's text decoded alone (the
+    path before it is JSON, so the key's text is the key), else the whole record parsed
+    (a line that is not UTF-8 comes as base64 bytes)."""
+    record = raw.decode("utf-8", "surrogateescape")
+    at = record.find(_LINES)
+    number_at = record.find(_NUMBER, at)
+    if at < 0 or number_at < 0:
+        data = json.loads(raw)["data"]
+        text, number = _text(data["lines"]), data["line_number"]
+    else:
+        text, _ = scanstring(record, at + len(_LINES))
+        number_at += len(_NUMBER)
+        number = int(record[number_at:record.find(",", number_at)])
+    text = text.removesuffix("\n").removesuffix("\r")
+    return SearchMatch(path, number, text[:MAX_LINE_CHARS])
 
 
 _BEGIN = b'{"type":"begin","data":{"path":{"text":"'
@@ -107,15 +124,18 @@ class Lines:
         self.pending: list[SearchMatch] = []
         """The current file's matches: kept once its `end` record says it is not binary."""
         self.wanted = True
+        self.path = ""
+        """The current file's, relative (from its `begin` record)."""
 
     def take(self, raw: bytes, cap: int) -> bool:
         """Read one record; False at the end of a file once `cap` matches are found."""
         if raw.startswith(b'{"type":"match"'):
             if self.wanted and len(self.found) + len(self.pending) < self.most:
-                self.pending.append(_match(raw, self.rel))
+                self.pending.append(_match(raw, self.path))
         elif raw.startswith(b'{"type":"begin"'):
+            self.path = self.rel(_begun(raw))
             if self.globs is not None:
-                self.wanted = glob_ok(self.rel(_begun(raw)), self.globs)
+                self.wanted = glob_ok(self.path, self.globs)
         elif raw.startswith(b'{"type":"end"'):
             if self.pending and _kept(raw):
                 self.found.extend(self.pending)
