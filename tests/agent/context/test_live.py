@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from talaria.agent.context import tokens
-from talaria.agent.context.live import Counted, LiveContext, resumed
+from talaria.agent.context.live import SAMPLE_MARGIN, Counted, LiveContext, resumed
 from talaria.agent.loop import run_turn
 from tests.helpers import make_session
 
@@ -267,22 +267,37 @@ def _counted_share(live: LiveContext) -> float:
     return sum(tokens._cached(t) is not None for t in texts) / len(texts)
 
 
+def _guess(live: LiveContext) -> int:
+    guess = tokens.sampled(list(live.messages), TOOLS)
+    tokens.clear_cache()  # the slices' counts are not the texts'
+    return guess
+
+
 @pytest.mark.parametrize("seed", [7, 11])
-def test_a_context_never_counted_far_past_the_threshold_is_not_counted_whole(seed: int) -> None:
+def test_a_context_never_counted_past_the_threshold_is_not_counted_whole(seed: int) -> None:
     # A sampled estimate decides when it is past the threshold by the margin: the first prompt
     # of such a session does not wait for a count of it all.
     live, exact = _loaded(seed)
-    assert anyio.run(live.over, TOOLS, exact * 0.85) is True
+    threshold = _guess(live) / (1 + SAMPLE_MARGIN) * 0.999
+    assert anyio.run(live.over, TOOLS, threshold) is True
     assert _counted_share(live) < 0.1
     assert live.bound(TOOLS) > exact  # nothing taken as exact that was not counted
 
 
-@pytest.mark.parametrize(("share", "over"), [(0.95, True), (1.03, False), (3.0, False)])
-def test_near_or_under_the_threshold_the_exact_count_decides(share: float, over: bool) -> None:
+@pytest.mark.parametrize("above_the_count", [False, True])
+def test_short_of_the_margin_the_exact_count_decides(above_the_count: bool) -> None:
+    # The estimate just short of the threshold and its margin: the count of it all decides,
+    # whichever side of the threshold that is.
     live, exact = _loaded()
-    assert anyio.run(live.over, TOOLS, exact * share) is over
+    threshold = _guess(live) / (1 + SAMPLE_MARGIN) * 1.001
+    if above_the_count:
+        threshold = max(threshold, exact * 1.001)
+    assert anyio.run(live.over, TOOLS, threshold) is (exact >= threshold)
+    if above_the_count:
+        assert exact < threshold
     assert _counted_share(live) == 1.0
     assert live.bound(TOOLS) == exact
+    assert anyio.run(live.over, TOOLS, exact * 3) is False  # far under: counted, nothing new
 
 
 def test_the_sampled_estimate_is_within_a_few_percent() -> None:
