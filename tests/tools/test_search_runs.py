@@ -15,7 +15,7 @@ import pytest
 
 from talaria.tools.local import ripgrep
 from talaria.tools.local.workspace import LocalWorkspace
-from talaria.tools.workspace import path_order
+from talaria.tools.workspace import SearchPage, path_order
 
 pytestmark = [
     pytest.mark.anyio,
@@ -153,3 +153,23 @@ async def test_a_match_record_reads_as_rg_wrote_it(tmp_path: Path, line: str) ->
     page = await LocalWorkspace(tmp_path).search("hit", root=tmp_path)
     assert [(m.path, m.line, m.text) for m in page.matches] == \
         [('we"ird\\name.txt', 2, line.removesuffix("\r"))]
+
+
+async def test_pages_asked_at_once_are_whole(tmp_path: Path) -> None:
+    # A model's parallel calls: a first page starts a new search in place of the one the
+    # other call reads on; that read still gets its whole page, then its rg is stopped.
+    total = big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    for _ in range(3):
+        await ws.search("hit", root=tmp_path, limit=50)
+        pages: dict[int, SearchPage] = {}
+
+        async def page(offset: int, pages: dict[int, SearchPage] = pages) -> None:
+            pages[offset] = await ws.search("hit", root=tmp_path, limit=50, offset=offset)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(page, 50)
+            tg.start_soon(page, 0)
+        for offset, got in pages.items():
+            assert len(got.matches) == 50 and not got.total_exact and got.total < total, offset
+    assert len(await settled_children(1)) == 1  # the latest search's, waiting

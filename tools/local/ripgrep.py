@@ -192,13 +192,26 @@ class Run:
         self.closed = False
         self.reading = False
         """A read is under way: it closes the run when it ends (the reaper leaves it)."""
+        self.retired = False
+        """No longer kept (`retire`): stopped once the reads under way end."""
+        self.readers = 0
+        """Reads under way or waiting their turn (on the event loop)."""
         self.used = time.monotonic()
         self._lock = threading.Lock()
         self._turn: anyio.Lock | None = None
 
     async def read(self, cap: int) -> Found:
         """Read until `cap` matches are found (whole files: there may be more) or rg ends.
-        Cancelled, it leaves the run to be stopped (`Runs.drop`)."""
+        Cancelled, it leaves the run to be stopped (`Runs.discard`)."""
+        self.readers += 1  # before any wait: `retire` must see this read coming
+        try:
+            return await self._take_turn(cap)
+        finally:
+            self.readers -= 1
+            if self.retired and not self.readers and not self.stopped:
+                self.stop()  # replaced while these reads went on: it ends with them
+
+    async def _take_turn(self, cap: int) -> Found:
         if self._turn is None:
             self._turn = anyio.Lock()
         async with self._turn:  # two pages of one search at once: one after the other
@@ -263,6 +276,13 @@ class Run:
         under way ends as soon as rg is killed, and closes the run."""
         self.stopped = True
         _reap(self)
+
+    def retire(self) -> None:
+        """No longer kept: stopped now, or, when a read is under way (another page of the
+        search, asked at the same time), once it ends, so that read's page is whole."""
+        self.retired = True
+        if not self.readers:
+            self.stop()
 
     def reaped(self) -> None:
         """On the reaper thread: kill rg, wait for it, close what it used (unless a read is
@@ -341,16 +361,24 @@ class Runs:
             self.drop(key)
             run = self._runs[key] = Run(argv, cwd, reader)
             while len(self._runs) > MAX_RUNS:
-                self._runs.popitem(last=False)[1].stop()
+                self._runs.popitem(last=False)[1].retire()
         _reaper_started()  # its sweeps stop the run if it is left idle
         return run
 
     def drop(self, key: Hashable) -> None:
-        """Stop and forget the run for `key`, if any."""
+        """Forget the run for `key`, if any, and retire it (`Run.retire`)."""
         with self._lock:
             run = self._runs.pop(key, None)
         if run is not None:
-            run.stop()
+            run.retire()
+
+    def discard(self, key: Hashable, run: Run) -> None:
+        """Stop `run` now (its search was cancelled or timed out), and forget it if it is
+        still the one kept for `key` (a newer search may have taken its place)."""
+        with self._lock:
+            if self._runs.get(key) is run:
+                del self._runs[key]
+        run.stop()
 
     def forget(self, owner: Hashable) -> None:
         """Stop the runs of `owner` (the first item of their keys)."""
@@ -362,7 +390,7 @@ class Runs:
         """Stop every run."""
         with self._lock:
             while self._runs:
-                self._runs.popitem()[1].stop()
+                self._runs.popitem()[1].retire()
 
     def sweep(self) -> None:
         """Stop the runs not read for RUN_IDLE_S."""

@@ -147,7 +147,7 @@ async def _rg(argv: list[str], root: str, reader: ripgrep.Lines | ripgrep.Names,
     try:
         return await run.read(cap)
     except BaseException:
-        ripgrep.RUNS.drop(key)  # cancelled or timed out: rg must not run on
+        ripgrep.RUNS.discard(key, run)  # cancelled or timed out: rg must not run on
         raise
 
 
