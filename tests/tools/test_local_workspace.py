@@ -368,10 +368,10 @@ async def test_a_deep_tree_pages_as_the_python_walk_does(
 async def test_a_file_over_the_size_limit_is_skipped_by_both_backends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from talaria.tools.local import ripgrep, walk
+    from talaria.tools.local import rg_json, walk
 
     monkeypatch.setattr(walk, "MAX_FILE_BYTES", 1000)
-    monkeypatch.setattr(ripgrep, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(rg_json, "MAX_FILE_BYTES", 1000)
     (tmp_path / "at.txt").write_text("hit\n" + "x" * 996)  # 1,000 bytes: searched
     (tmp_path / "over.txt").write_text("hit\n" + "x" * 997)  # 1,001: skipped, matches too
     for rg in (shutil.which("rg"), None):

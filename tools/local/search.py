@@ -8,7 +8,8 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
 - Content: Python `re` syntax, one line at a time; lines split on `\\n` with a trailing `\\r`
   dropped (`$` matches before CRLF). Files with a NUL byte anywhere (binary) or larger than
   MAX_FILE_BYTES are skipped (rg searches a big file and its matches are dropped: a stat
-  of every file, `--max-filesize`, costs a search of a whole tree 8%). rg does the work when it accepts the pattern; patterns it rejects
+  of every file, `--max-filesize`, costs a search of a whole tree 8%). rg does the work
+  when it accepts the pattern; patterns it rejects
   (look-around, backreferences) run in Python.
 - Files: a glob on the file name, or on the relative path when it has a `/`; `{a,b}`
   alternatives; a pattern without glob characters matches names containing it.
@@ -37,8 +38,8 @@ from pathlib import Path
 import anyio
 
 from talaria.tools import workspace
-from talaria.tools.local import ripgrep
-from talaria.tools.local.ripgrep import Found
+from talaria.tools.local import rg_json, ripgrep
+from talaria.tools.local.rg_json import Found
 from talaria.tools.local.walk import (
     SKIP_DIRS,
     expand_braces,
@@ -135,7 +136,7 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
     return [*argv, "-g", "!.*"] if prune else argv
 
 
-async def _rg(argv: list[str], root: str, reader: ripgrep.Lines | ripgrep.Names, cap: int,
+async def _rg(argv: list[str], root: str, reader: rg_json.Lines | rg_json.Names, cap: int,
               offset: int, key: Hashable) -> Found:
     """Read `key`'s run on to `cap` (a new run at offset 0, or when none is kept), on the
     event loop (a worker thread's wake-ups cost a page ~0.5 ms; an asyncio subprocess adds a
@@ -155,13 +156,14 @@ async def _rg_files(
     rg: str, root: str, names: list[str], globs: list[str] | None, cap: int, offset: int,
     key: Hashable,
 ) -> Found:
-    rel = ripgrep.relative(root)
+    rel = rg_json.relative(root)
 
     def keep(path: str) -> bool:
         return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
 
     argv = [*_rg_base(rg, names), "--files"]
-    return await _rg(argv, root, ripgrep.Names(rel, keep, workspace.MAX_SEARCH_MATCHES), cap, offset, key)
+    listing = rg_json.Names(rel, keep, workspace.MAX_SEARCH_MATCHES)
+    return await _rg(argv, root, listing, cap, offset, key)
 
 
 async def _rg_content(
@@ -170,9 +172,9 @@ async def _rg_content(
 ) -> Found:
     """Matches found by rg (`refused` when rg rejects the pattern: Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
-    rel = ripgrep.relative(root)
-    found = await _rg(argv, root, ripgrep.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES), cap, offset,
-                      key)
+    rel = rg_json.relative(root)
+    lines = rg_json.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES)
+    found = await _rg(argv, root, lines, cap, offset, key)
     if found.refused:
         ripgrep.RUNS.drop(key)
     return found
