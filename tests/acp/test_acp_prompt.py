@@ -189,3 +189,27 @@ def test_a_plan_from_the_todo_tool_is_sent_as_a_plan_update(tmp_path: Path, fake
         (plan,) = ed.updates(sid, "plan")
     assert [(e["content"], e["status"]) for e in plan["entries"]] == [
         ("Write tests", "in_progress"), ("Fix bugs", "pending")]
+
+
+def test_a_command_in_the_editors_terminal_makes_the_next_page_search_again(
+    tmp_path: Path, fake_llm
+) -> None:
+    # A search's next page reads on from the search before it, unless something may have
+    # changed the files since: here a command run in the editor's terminal.
+    fake_llm.script([
+        {"tool_calls": [call("search_files", pattern="hit", limit=20)]},
+        {"tool_calls": [call("terminal", command="echo hit > new.txt")]},
+        {"tool_calls": [call("search_files", pattern="hit", limit=100, offset=5)]},
+        {"text": "searched"},
+    ])
+    with Editor(tmp_path, fake_llm) as ed:
+        for n in range(10):
+            (ed.project / f"f{n}.txt").write_text("hit\n")
+        ed.initialize()
+        sid = ed.new_session()
+        prompt_id = ed.send_prompt(sid, "search")
+        ed.result(prompt_id)
+        check_turn(ed, sid, prompt_id)
+    assert len(ed.terminals) == 1
+    seen = text_of_requests(fake_llm)
+    assert '\\"total\\": 10' in seen and '\\"total\\": 11' in seen, seen[-800:]
