@@ -62,9 +62,9 @@ class EditorWorkspace:
         return content
 
     async def write_text(self, path: Path, text: str) -> None:
-        self.local.files_may_change()
         if not self.can_write:
             return await self.local.write_text(path, text)
+        self.local.files_may_change()
         await self._request("fs/write_text_file", {"path": str(path), "content": text}, FS_TIMEOUT)
 
     async def search(self, pattern: str, **kwargs: Any) -> SearchPage:
@@ -81,10 +81,10 @@ class EditorWorkspace:
         sandbox: SandboxSpec | None = None,
         shell: str | None = None,
     ) -> CommandResult:
-        self.local.files_may_change()
         if not self.can_terminal:
             return await self.local.run(command, cwd=cwd, timeout=timeout, output_limit=output_limit,
                                         on_terminal=on_terminal, sandbox=sandbox, shell=shell)
+        self.local.files_may_change()
         # The editor runs on this machine: the shell's files are ours (StateFile).
         with StateFile(shell, sandbox) as state:
             argv, cleanup = ["bash", "-c", command], None
@@ -101,10 +101,10 @@ class EditorWorkspace:
 
     async def start(self, command: str, *, cwd: Path, sandbox: SandboxSpec | None = None,
                     name: str, log: ProcessLog, shell: str | None = None) -> Background:
-        self.local.files_may_change()
         if not self.can_terminal:
             return await self.local.start(command, cwd=cwd, sandbox=sandbox, name=name, log=log,
                                           shell=shell)
+        self.local.files_may_change()
         return await EditorBackground.start(self, command, cwd=cwd, sandbox=sandbox, name=name,
                                             log=log, shell=shell)
 

@@ -15,7 +15,6 @@ may hold different matches; each page is put in path order before it is shown.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import queue
 import subprocess
@@ -38,8 +37,6 @@ SWEEP_S = 60.0
 """How often the reaper thread looks for idle runs."""
 MAX_ERRORS = 4096
 """Bytes of rg's own error messages kept, to tell a pattern it refused."""
-PIPE_BYTES = 1 << 16
-"""rg's stdout pipe: what it may find ahead of the page before it waits."""
 CHUNK_BYTES = 1 << 16
 """What one read of the pipe takes."""
 
@@ -57,8 +54,6 @@ class Run:
         assert self.proc.stdout is not None
         self.fd = self.proc.stdout.fileno()
         os.set_blocking(self.fd, False)
-        with contextlib.suppress(OSError, AttributeError):  # Linux (macOS: its default)
-            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self.rest = b""
         """Output read and not yet taken: a line's start, or the lines after a full page."""
         self.complete = False
@@ -111,7 +106,7 @@ class Run:
         if len(self.reader.found) >= self.reader.most:
             return self.stop()  # no further page
         while not self.stopped:
-            if self.rest.count(b"\n"):  # lines left from the last read first
+            if b"\n" in self.rest:  # lines left from the last read first
                 lines = self.rest.split(b"\n")
                 self.rest = lines.pop()
                 for at, line in enumerate(lines):
@@ -213,7 +208,7 @@ def _reap_forever() -> None:
 
 class Runs:
     """The runs kept for their next page: at most MAX_RUNS, none idle past RUN_IDLE_S. Used on
-    the event loop and by the reaper's sweeps; the runs' reads happen on worker threads."""
+    the event loop (where the runs are read) and by the reaper's sweeps."""
 
     def __init__(self) -> None:
         self._runs: OrderedDict[Hashable, Run] = OrderedDict()
