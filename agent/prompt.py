@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import platform
+import os
 import re
 from pathlib import Path
 
@@ -25,7 +25,7 @@ def system_prompt(cwd: Path, additional_dirs: tuple[Path, ...] = ()) -> str:
     """The base prompt, plus the project's AGENTS.md when it has one (capped)."""
     more = (f" Also part of the project (absolute paths reach them): "
             f"{', '.join(map(str, additional_dirs))}." if additional_dirs else "")
-    text = SYSTEM_PROMPT.format(cwd=cwd, more=more, os=platform.system())
+    text = SYSTEM_PROMPT.format(cwd=cwd, more=more, os=os.uname().sysname)
     for name in INSTRUCTION_FILES:
         path = cwd / name
         try:

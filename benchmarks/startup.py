@@ -89,7 +89,7 @@ def startup(env: dict[str, str], cwd: Path) -> Iterator[dict[str, Any]]:
                "over_python_s": round(median - floor, 3), "runs": RUNS}
         if theirs and root is not None:
             their = statistics.median(x[i] for x in theirs)
-            out |= {"hermes": round(their, 3), "vs_hermes": round(median / their, 2),
+            out |= {"hermes": round(their, 3), "vs_hermes": round(median / their, 3),
                     "target_vs_hermes": target, "hermes_version": hermes.version(root)}
         yield out
     out = {"metric": "rss_mb_after_session_new", "median": round(statistics.median(x[2] for x in ours), 1),

@@ -4,7 +4,6 @@ is never silently ignored (issue 28). Imports nothing of ours."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 CUTOFF = 0.6
@@ -13,6 +12,8 @@ CUTOFF = 0.6
 
 def closest(key: str, known: Iterable[str], cutoff: float = CUTOFF) -> str | None:
     """The known key `key` most likely misspells, or None."""
+    import difflib  # only for a key that is wrong: not at every start
+
     found = difflib.get_close_matches(key, list(known), n=1, cutoff=cutoff)
     return found[0] if found else None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,8 @@ def locked(path: Path) -> Iterator[None]:
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` in one rename (fsynced first)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # not at import: it loads `random` and `shutil`, on `session/new`'s path
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -9,7 +9,6 @@ without ever matching different words.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -65,6 +64,8 @@ def _fuzzy(lines: list[str], old_keys: list[str]) -> list[int]:
 def _closest(text: str, old: str) -> str:
     """The lines most like old_string's most distinctive line, with their numbers."""
     target = max((ln.strip() for ln in split_lines(old)), key=len, default="")
+    import difflib  # at an edit, not at start
+
     sm = difflib.SequenceMatcher(autojunk=False)
     sm.set_seq2(target[:MAX_COMPARE_CHARS])
     scored = []
@@ -137,6 +138,8 @@ def replace(text: str, old: str, new: str, replace_all: bool) -> tuple[str, int,
 
 def unified_diff(old: str, new: str, name: str) -> str:
     """A unified diff of two texts (line endings ignored), capped at MAX_DIFF_CHARS."""
+    import difflib
+
     diff = "\n".join(
         difflib.unified_diff(
             split_lines(old), split_lines(new), f"a/{name}", f"b/{name}", lineterm=""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,8 @@ async def similar_files(ctx: ToolContext, path: Path) -> list[str]:
             return []
     rels = sorted((m.path for m in found), key=lambda r: r.count("/"))
     names = [r.rsplit("/", 1)[-1] for r in rels]
+    import difflib  # for a path that is not there: not at start
+
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
     picks = [next(r for r, n in zip(rels, names, strict=True) if n == c) for c in close]
     return [display(path.parent / r, ctx.cwd) for r in picks]

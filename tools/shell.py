@@ -22,7 +22,6 @@ says so. Without bash (`sh` in a minimal container) `export -p` carries the vari
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,8 +127,8 @@ def inband(prologue: str, command: str) -> tuple[str, str]:
     saved state and start snapshot at the end of its output, each after a marker; and the
     marker, for `split_inband`.
     Exports `$TALARIA_SHELL_STATE` itself (a file in the environment's /tmp)."""
-    mark = f"\0talaria-state-{secrets.token_hex(8)}\0"
-    path = f"/tmp/.talaria-state-{secrets.token_hex(6)}"
+    mark = f"\0talaria-state-{os.urandom(8).hex()}\0"
+    path = f"/tmp/.talaria-state-{os.urandom(6).hex()}"
     printed = f"printf '\\000talaria-state-{mark[15:-1]}\\000'"
     emit = (f"__talaria_save \"$__talaria_state\"; {printed}; cat \"$__talaria_state\" 2>/dev/null; "
             f"{printed}; cat \"$__talaria_state.start\" 2>/dev/null; "
@@ -158,7 +157,7 @@ def map_state(raw: bytes | None, back: Callable[[str], str]) -> bytes | None:
 
 def state_path(directory: str) -> str:
     """A fresh state file name in `directory` (the start snapshot goes next to it)."""
-    return os.path.join(directory, f"shell-{secrets.token_hex(4)}")
+    return os.path.join(directory, f"shell-{os.urandom(4).hex()}")
 
 
 def read_state(path: str) -> tuple[bytes | None, bytes | None]:

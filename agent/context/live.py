@@ -25,7 +25,6 @@ messages have that digest, goes on from it instead of counting them all again (1
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,6 +102,8 @@ def resumed(messages: Sequence[Message], kept: Any) -> Resumed | None:
 
 def _digest() -> Any:
     # The count's rules are in the digest: a kept count from other rules is not taken.
+    import hashlib  # not at import: OpenSSL's load is 1 ms of `session/new`
+
     digest = hashlib.sha256()  # SHA extensions: twice blake2b's speed on x86-64 and ARMv8
     digest.update(f"cl100k {tokens.MESSAGE_OVERHEAD} {tokens.IMAGE_TOKENS}".encode())
     return digest

@@ -123,14 +123,22 @@ _imported: set[str] = set()
 
 
 async def import_once(modules: tuple[str, ...]) -> None:
-    """Import `modules` in a worker thread, each once per process."""
+    """Import `modules` in a worker thread, each once per process; then keep what start-up
+    compiled for the next start (`dataclass_cache`: a no-op once written)."""
     import importlib
 
     import anyio
 
+    from talaria.agent import dataclass_cache
+
+    def load(missing: list[str]) -> None:
+        for module in missing:
+            importlib.import_module(module)
+        dataclass_cache.save()
+
     missing = [m for m in modules if m not in _imported]
     if missing:
-        await anyio.to_thread.run_sync(lambda: [importlib.import_module(m) for m in missing])
+        await anyio.to_thread.run_sync(load, missing)
         _imported.update(missing)
 
 

@@ -7,7 +7,6 @@ subclass; both SDK adapters use it, so the same failure reads the same whichever
 
 from __future__ import annotations
 
-import random
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -213,7 +212,7 @@ class RetryingProvider:
         max_delay: float = 30.0,
         max_retry_after: float = 60.0,
         sleep: Callable[[float], Awaitable[object]] = anyio.sleep,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] | None = None,
     ) -> None:
         if not providers:
             raise ValueError("RetryingProvider needs at least one provider")
@@ -223,7 +222,7 @@ class RetryingProvider:
         self.max_delay = max_delay
         self.max_retry_after = max_retry_after
         self._sleep = sleep
-        self._jitter = jitter
+        self._jitter = jitter or _random
         self._active = 0
 
     @property
@@ -275,3 +274,9 @@ class RetryingProvider:
             self._active += 1
             attempt += 1
             yield Retrying(attempt, 0.0, error.short_message(), self.name)
+
+
+def _random() -> float:
+    import random  # on a retry only: not on `session/new`'s path
+
+    return random.random()

@@ -8,7 +8,6 @@ SSH host, so a file reads and writes the same wherever it lives.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -60,7 +59,7 @@ def write_text_sync(path: Path, text: str) -> None:
                 data = UTF8_BOM + data
     except FileNotFoundError:
         mode = None
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
     # os.open with 0o666 lets the kernel apply the umask: mkstemp would leave 0600.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

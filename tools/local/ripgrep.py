@@ -18,7 +18,6 @@ import contextlib
 import os
 import queue
 import subprocess
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -48,6 +47,8 @@ class Run:
 
     def __init__(self, argv: list[str], cwd: str, reader: Lines | Names) -> None:
         self.reader = reader
+        import tempfile  # at a search, not at start (it loads `random`, `shutil`)
+
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 -- closed with the run (_close)
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self.errors, cwd=cwd)

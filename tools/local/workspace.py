@@ -12,7 +12,6 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,6 +157,8 @@ class StateFile:
 
     def __enter__(self) -> StateFile:
         if self.wanted:
+            import tempfile  # at a command's first run, not at start (`random`, `shutil`)
+
             from talaria.tools.shell import STATE_VAR, state_path
 
             self.directory = tempfile.mkdtemp(prefix="talaria-shell-")

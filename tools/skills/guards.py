@@ -13,7 +13,6 @@ letters). The refusal names the skill to patch instead.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -81,6 +80,8 @@ def similarity(a: str, b: str) -> float:
 
 
 def name_similarity(a: str, b: str) -> float:
+    import difflib  # when a skill is saved: not on every start
+
     return difflib.SequenceMatcher(None, a.replace("-", " "), b.replace("-", " ")).ratio()
 
 

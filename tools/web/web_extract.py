@@ -8,7 +8,7 @@ fence early without guessing it) and the result says what the fence means. A scr
 
 from __future__ import annotations
 
-import secrets
+import os
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -72,7 +72,7 @@ async def web_extract(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     results = await extract_pages(state, urls)
     out: dict[str, Any] = {"results": results, "_display": _summary(results)}
     if not ctx.nested:
-        tag = secrets.token_hex(4)
+        tag = os.urandom(4).hex()
         for result in results:
             if result.get("content"):
                 result["content"] = (f"<<<page {tag}>>>\n{result['content']}\n<<<end page {tag}>>>")
