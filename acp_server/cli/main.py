@@ -115,9 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from talaria.agent import dataclass_cache
+    from talaria.agent import codecache
 
-    dataclass_cache.install()  # before any module that defines dataclasses
+    codecache.install()  # before any module that defines dataclasses or pydantic models
     # `talaria acp` / `lsp` are what editors launch: answer `initialize` without every parser.
     fast = argv in (["acp"], ["lsp"])
     if not fast and argv[:1] not in (["acp"], ["lsp"]):  # their stdout is the protocol's

@@ -124,17 +124,17 @@ _imported: set[str] = set()
 
 async def import_once(modules: tuple[str, ...]) -> None:
     """Import `modules` in a worker thread, each once per process; then keep what start-up
-    compiled for the next start (`dataclass_cache`: a no-op once written)."""
+    compiled for the next start (`codecache`: a no-op once written)."""
     import importlib
 
     import anyio
 
-    from talaria.agent import dataclass_cache
+    from talaria.agent import codecache
 
     def load(missing: list[str]) -> None:
         for module in missing:
             importlib.import_module(module)
-        dataclass_cache.save()
+        codecache.save()
 
     missing = [m for m in modules if m not in _imported]
     if missing:

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from talaria.agent import gcpause
+from talaria.agent import codecache, gcpause
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to reach the host: unreachable hosts fail fast, slow generations still get `timeout`."""
@@ -74,7 +74,9 @@ class LoopBoundClient:
         if self._sdk_name in sys.modules:
             return self._make(self.sdk)
         with gcpause.paused():  # the SDK's first import: see talaria.agent.gcpause
-            return self._make(self.sdk)
+            client = self._make(self.sdk)
+        codecache.save()  # what its import compiled (typing's forward references), kept
+        return client
 
     def _make(self, sdk: Any) -> Any:
         timeout = sdk.Timeout(self._timeout, connect=min(self._timeout, CONNECT_TIMEOUT))

@@ -1,11 +1,14 @@
-"""Dataclass methods compiled once and kept across runs (`agent.dataclass_cache`): a second
-process compiles none of them again and its classes behave the same; a changed class, a
-damaged file or another interpreter's file compiles afresh; nothing is written where bytecode
-is not; `talaria acp` writes it."""
+"""Generated code compiled once and kept across runs (`agent.codecache`): a second process
+compiles none of its dataclasses' methods or forward references again, and they behave the
+same (annotations too: compiled without this module's `__future__`); a changed class, a damaged
+file or another interpreter's file compiles afresh; nothing is written where bytecode is not;
+`talaria acp` writes it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -15,9 +18,9 @@ from pathlib import Path
 from tests import ROOT
 
 CLASS = """
-import json, sys
-from talaria.agent import dataclass_cache
-dataclass_cache.install()
+import json, sys, typing
+from talaria.agent import codecache
+codecache.install()
 compiled = []
 sys.addaudithook(lambda event, args: compiled.append(1) if event == "compile" else None)
 from dataclasses import dataclass, field, FrozenInstanceError
@@ -33,6 +36,9 @@ class Point:
 class Box:
     items: list[int] = field(default_factory=list)
 
+def later(a: "list[Point]", b: "int | None" = None) -> "dict[str, Box]": ...
+hints = typing.get_type_hints(later)
+
 made = len(compiled)
 p = Point(1)
 try:
@@ -44,7 +50,9 @@ box = Box()
 box.items.append(3)
 print(json.dumps({"compiled": made, "repr": repr(p), "eq": p == Point(1, 2), "ne": p != Point(1, 3),
                   "hash": hash(p) == hash(Point(1)), "frozen": frozen, "box": repr(box),
-                  "fresh": Box().items, "file": str(dataclass_cache.cache_file())}))
+                  "fresh": Box().items, "file": str(codecache.cache_file()),
+                  "init": {k: repr(v) for k, v in Point.__init__.__annotations__.items()},
+                  "hints": {k: repr(v) for k, v in hints.items()}}))
 """
 
 
@@ -59,14 +67,18 @@ def run(tmp_path: Path, extra: str = "", **env: str) -> dict[str, object]:
 
 
 SAME = {"repr": "Point(x=1, y=2, tags=())", "eq": True, "ne": True, "hash": True, "frozen": True,
-        "box": "Box(items=[3])", "fresh": []}
+        "box": "Box(items=[3])", "fresh": [],
+        "init": {"x": "<class 'int'>", "y": "<class 'int'>", "tags": "tuple[str, ...]",
+                 "return": "None"},
+        "hints": {"a": "list[__main__.Point]", "b": "int | None",
+                  "return": "dict[str, __main__.Box]"}}
 
 
 def test_a_second_process_compiles_no_method_again_and_its_classes_behave_the_same(
     tmp_path: Path,
 ) -> None:
     first = run(tmp_path)
-    assert first["compiled"] >= 7  # Point: 6 methods; Box: 3 (some may be cached by other classes)
+    assert first["compiled"] >= 9  # Point: 6 methods; Box: 3; 3 forward references
     assert {k: first[k] for k in SAME} == SAME
     path = Path(str(first["file"]))
     assert path.is_file() and str(path).startswith(str(tmp_path))  # written at exit
@@ -87,7 +99,10 @@ def test_a_changed_class_compiles_afresh(tmp_path: Path) -> None:
 def test_a_damaged_or_foreign_file_is_ignored_and_rewritten(tmp_path: Path) -> None:
     path = Path(str(run(tmp_path)["file"]))
     whole = path.read_bytes()
-    for damaged in (whole[: len(whole) // 2], b"\0\0\0\0" + whole[4:], b"", b"not marshal at all"):
+    magic = importlib.util.MAGIC_NUMBER
+    garbled = magic + marshal.dumps({k: b"\xff" for k in marshal.loads(whole[len(magic):])})
+    for damaged in (whole[: len(whole) // 2], b"\0\0\0\0" + whole[4:], b"", b"not marshal at all",
+                    garbled):
         path.write_bytes(damaged)
         again = run(tmp_path)
         assert again["compiled"] > 0 and {k: again[k] for k in SAME} == SAME
@@ -125,7 +140,7 @@ def test_talaria_acp_keeps_what_its_start_compiled(tmp_path: Path) -> None:
         found: list[Path] = []
         deadline = time.monotonic() + 30
         while not found and time.monotonic() < deadline:
-            found = list((tmp_path / "pycache").rglob("dataclass-methods.*.marshal"))
+            found = list((tmp_path / "pycache").rglob("generated-code.*.marshal"))
             time.sleep(0.05)
         assert found and found[0].stat().st_size > 10_000
     finally:
