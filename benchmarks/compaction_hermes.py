@@ -52,7 +52,7 @@ RUNS = 7
 PAST = 1.25
 """A loaded session's tokens over its threshold: a quarter past it."""
 NEAR = 1.01
-"""..., just past it (within a sampled estimate's margin and error: the exact count decides)."""
+"""..., just past it (within a sampled estimate's error: it decides, from its margin under)."""
 
 _HERMES_DRIVER = """
 from agent import context_compressor as cc

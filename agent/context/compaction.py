@@ -331,8 +331,8 @@ async def compact_if_needed(session: Session, used: int) -> Compaction | None:
 async def over_threshold(session: Session, used: int) -> bool:
     """Whether automatic compaction is due: `used` (an upper bound) reaches the threshold, and
     so does the provider's last report or the context's size (`LiveContext.over`: counted
-    exactly in a worker thread, the bound then exact too; a loaded session never counted,
-    far past the threshold, by a sampled estimate)."""
+    exactly in a worker thread, the bound then exact too; a loaded session never counted by
+    a sampled estimate)."""
     if not needs_compaction(session, used):
         return False
     threshold = session.context_window * session.compact_threshold

@@ -274,30 +274,36 @@ def _guess(live: LiveContext) -> int:
 
 
 @pytest.mark.parametrize("seed", [7, 11])
-def test_a_context_never_counted_past_the_threshold_is_not_counted_whole(seed: int) -> None:
-    # A sampled estimate decides when it is past the threshold by the margin: the first prompt
-    # of such a session does not wait for a count of it all.
+def test_a_context_never_counted_is_not_counted_whole_on_either_side_of_the_threshold(
+    seed: int,
+) -> None:
+    # The sampled estimate decides, from the margin under the threshold: the first prompt of
+    # such a session does not wait for a count of it all, however near the threshold it is.
     live, exact = _loaded(seed)
-    threshold = _guess(live) / (1 + SAMPLE_MARGIN) * 0.999
-    assert anyio.run(live.over, TOOLS, threshold) is True
+    guess = _guess(live)
+    at = guess / (1 - SAMPLE_MARGIN)
+    for threshold, compacts in ((at * 0.999, True), (at * 1.001, False), (exact, True),
+                                (exact * 0.99, True), (guess * 0.8, True), (guess * 1.5, False)):
+        assert anyio.run(live.over, TOOLS, threshold) is compacts, (threshold, exact, guess)
+        assert compacts or exact < threshold  # not compacting is never wrong
+        assert not compacts or exact >= threshold * 0.9  # compacting errs early by little
     assert _counted_share(live) < 0.1
     assert live.bound(TOOLS) > exact  # nothing taken as exact that was not counted
 
 
-@pytest.mark.parametrize("above_the_count", [False, True])
-def test_short_of_the_margin_the_exact_count_decides(above_the_count: bool) -> None:
-    # The estimate just short of the threshold and its margin: the count of it all decides,
-    # whichever side of the threshold that is.
+def test_a_context_mostly_counted_is_decided_by_its_exact_count() -> None:
+    # Under SAMPLE_OVER bytes never counted: the exact count decides, to the token.
     live, exact = _loaded()
-    threshold = _guess(live) / (1 + SAMPLE_MARGIN) * 1.001
-    if above_the_count:
-        threshold = max(threshold, exact * 1.001)
-    assert anyio.run(live.over, TOOLS, threshold) is (exact >= threshold)
-    if above_the_count:
-        assert exact < threshold
-    assert _counted_share(live) == 1.0
-    assert live.bound(TOOLS) == exact
-    assert anyio.run(live.over, TOOLS, exact * 3) is False  # far under: counted, nothing new
+    assert anyio.run(live.exact, TOOLS) == exact
+    live.append({"role": "user", "content": "one more question " * 50})
+    now = anyio.run(live.exact, TOOLS)
+    tokens.clear_cache()
+    live.append({"role": "user", "content": "and another " * 50})
+    added = tokens.count_messages(list(live.messages), TOOLS) - now
+    tokens.clear_cache()
+    assert anyio.run(live.over, TOOLS, now + added) is True
+    assert anyio.run(live.over, TOOLS, now + added + 1) is False
+    assert live.bound(TOOLS) == now + added
 
 
 def test_the_sampled_estimate_is_within_a_few_percent() -> None:
