@@ -37,8 +37,9 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-MAX_ENTRIES = 8192
-"""Past this, a save keeps only what this process used (code that changed leaves old source)."""
+MAX_ENTRIES = 4096
+"""Past this, a save keeps only what this process used (code that changed leaves old source;
+`talaria acp` with the OpenAI SDK uses ~1,500)."""
 
 _cache: dict[str, CodeType | bytes] = {}
 """Source → its code; as marshalled bytes until first used: the file holds each entry marshalled

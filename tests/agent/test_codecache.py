@@ -21,6 +21,7 @@ CLASS = """
 import json, sys, typing
 from talaria.agent import codecache
 codecache.install()
+codecache.MAX_ENTRIES = int(sys.argv[1])
 compiled = []
 sys.addaudithook(lambda event, args: compiled.append(1) if event == "compile" else None)
 from dataclasses import dataclass, field, FrozenInstanceError
@@ -56,12 +57,12 @@ print(json.dumps({"compiled": made, "repr": repr(p), "eq": p == Point(1, 2), "ne
 """
 
 
-def run(tmp_path: Path, extra: str = "", **env: str) -> dict[str, object]:
+def run(tmp_path: Path, extra: str = "", most: int = 4096, **env: str) -> dict[str, object]:
     """One process defining the classes; PYTHONPYCACHEPREFIX keeps its file in `tmp_path`."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     environ.update(PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"), **env)
     source = CLASS.replace("EXTRA", extra or "pass")
-    out = subprocess.run([sys.executable, "-c", source], cwd=ROOT, env=environ,
+    out = subprocess.run([sys.executable, "-c", source, str(most)], cwd=ROOT, env=environ,
                          capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 
@@ -94,6 +95,16 @@ def test_a_changed_class_compiles_afresh(tmp_path: Path) -> None:
     assert changed["repr"] == "Point(x=1, y=2, tags=(), z=9)"
     assert run(tmp_path, extra="z: int = 9")["compiled"] == 0
     assert run(tmp_path)["compiled"] == 0  # the first shape is still there
+
+
+def test_past_its_bound_the_file_keeps_only_what_the_last_process_used(tmp_path: Path) -> None:
+    run(tmp_path)
+    path = Path(str(run(tmp_path, extra="z: int = 9")["file"]))
+    both = len(marshal.loads(path.read_bytes()[len(importlib.util.MAGIC_NUMBER):]))
+    run(tmp_path, extra="w: str = 'new'", most=1)
+    kept = marshal.loads(path.read_bytes()[len(importlib.util.MAGIC_NUMBER):])
+    assert 0 < len(kept) < both and not any("_type_z" in k for k in kept)
+    assert run(tmp_path, extra="w: str = 'new'")["compiled"] == 0
 
 
 def test_a_damaged_or_foreign_file_is_ignored_and_rewritten(tmp_path: Path) -> None:
