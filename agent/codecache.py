@@ -134,7 +134,7 @@ def save() -> None:
     path = cache_file()
     if not pending() or path is None or sys.dont_write_bytecode:
         return
-    import tempfile
+    from talaria.tools.lockfile import write_atomic
 
     with _save_lock:
         entries = dict(_cache)
@@ -143,14 +143,5 @@ def save() -> None:
         kept = {k: v if isinstance(v, bytes) else marshal.dumps(v) for k, v in entries.items()}
         _compiled = 0
         with contextlib.suppress(OSError, ValueError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(importlib.util.MAGIC_NUMBER + marshal.dumps(kept))
-                    os.fchmod(out.fileno(), os.stat(__file__).st_mode & 0o666)  # as its .pyc
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_atomic(path, importlib.util.MAGIC_NUMBER + marshal.dumps(kept),
+                         mode=os.stat(__file__).st_mode & 0o666)  # as its .pyc

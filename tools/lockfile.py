@@ -27,16 +27,19 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one rename (fsynced first)."""
+def write_atomic(path: Path, text: str | bytes, mode: int | None = None) -> None:
+    """Replace `path` with `text` (UTF-8) or bytes in one rename (fsynced first); `mode`:
+    its permissions, else 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # not at import: it loads `random` and `shutil`, on `session/new`'s path
 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode() if isinstance(text, str) else text)
             handle.flush()
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
