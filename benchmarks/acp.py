@@ -74,16 +74,17 @@ def _sdk_loaded(pid: int) -> bool:
     return "/openai/" in maps or "/pydantic_core/" in maps
 
 
-SDK_IMPORT = ("from talaria.agent import codecache; codecache.install()\n"
+SDK_IMPORT = ("from talaria.agent import codecache, lazytypes; codecache.install()\n"
               "import time, talaria.acp_server.server, talaria.acp_server.sessions, "
               "talaria.acp_server.turns, talaria.acp_server.learning\n"
               "from talaria.agent.gcpause import paused\n"
               "started = time.perf_counter()\n"
+              "lazytypes.install('openai.types')\n"
               "with paused():\n"
               "    import openai; openai.AsyncOpenAI(api_key='x').chat.completions\n"
               "print(time.perf_counter() - started)")
 """What the provider's warm-up adds to what `talaria acp` has imported by `session/new`, with
-the collector paused and the generated-code cache on (its file as the agent's runs left it), as
+the collector paused, the SDK's types lazy and the generated-code cache on (its file as the agent's runs left it), as
 the agent has them: the floor of a prompt sent before it is done
 (nothing else runs meanwhile: both need the GIL)."""
 

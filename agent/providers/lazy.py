@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from talaria.agent import codecache, gcpause
+from talaria.agent import codecache, gcpause, lazytypes
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to reach the host: unreachable hosts fail fast, slow generations still get `timeout`."""
@@ -73,6 +73,7 @@ class LoopBoundClient:
     def _build(self) -> Any:
         if self._sdk_name in sys.modules:
             return self._make(self.sdk)
+        lazytypes.install(f"{self._sdk_name}.types")  # its API's other models: when used
         with gcpause.paused():  # the SDK's first import: see talaria.agent.gcpause
             client = self._make(self.sdk)
         codecache.save()  # what its import compiled (typing's forward references), kept
