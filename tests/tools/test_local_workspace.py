@@ -121,6 +121,7 @@ def make_tree(root: Path) -> None:
         "unicode.txt": "emoji 😀 foo\nCJK 漢字 foo\ncombining e\u0301 foo\n",
         "crlf.txt": "line end\r\nfoo end\r\n",
         "nonewline.txt": "last foo",
+        "escapes.txt": 'tab\tfoo "quoted" back\\slash foo\nfoo \x1b[0m\\n\nfoo\rmid\r\nfoo ends \\',
         "empty.txt": "",
         "build/out.js": "foo()\n",
         ".gitignore": "*.txt\nbuild/\n",

@@ -1,7 +1,7 @@
 """rg's `--json` records read into matches (`Lines`) and its `--files` lines into paths
 (`Names`), for the runs of `talaria.tools.local.ripgrep`: whole files at a time (a file's
 matches count once its `end` record says it is neither binary nor too big), the line of a
-`match` record decoded alone, the path of a `begin` record without a JSON parse when
+`match` record read as it is (or decoded alone), the path of a `begin` record without a JSON parse when
 nothing in it is escaped."""
 
 from __future__ import annotations
@@ -32,25 +32,36 @@ def _text(field: dict[str, str]) -> str:
     return os.fsdecode(base64.b64decode(field["bytes"]))
 
 
-_LINES = '"lines":{"text":"'
-_NUMBER = '"line_number":'
+_LINES = b'"lines":{"text":"'
+_LINES_TEXT = _LINES.decode()
+_LINES_END = b'"},"line_number":'
+_NEWLINE = b"\\n"
+_RETURN = b"\\r"
 
 
 def _match(raw: bytes, path: str) -> SearchMatch:
-    """A `match` record of the file at `path` (relative): its line's text decoded alone (the
-    path before it is JSON, so the key's text is the key), else the whole record parsed
-    (a line that is not UTF-8 comes as base64 bytes)."""
-    record = raw.decode("utf-8", "surrogateescape")
-    at = record.find(_LINES)
-    number_at = record.find(_NUMBER, at)
-    if at < 0 or number_at < 0:
+    """A `match` record of the file at `path` (relative): its line's text read as it is when
+    nothing in it is escaped but its line end (most lines: no JSON decoding), else decoded
+    alone, else the whole record parsed (a line that is not UTF-8 comes as base64 bytes).
+    (The path before the line is JSON and the text's quotes are escaped, so the keys' text
+    found is the keys.)"""
+    at = raw.find(_LINES)
+    end = raw.find(_LINES_END, at)
+    if at < 0 or end < 0:
         data = json.loads(raw)["data"]
-        text, number = _text(data["lines"]), data["line_number"]
+        number = data["line_number"]
+        text = _text(data["lines"]).removesuffix("\n").removesuffix("\r")
     else:
-        text, _ = scanstring(record, at + len(_LINES))
-        number_at += len(_NUMBER)
-        number = int(record[number_at:record.find(",", number_at)])
-    text = text.removesuffix("\n").removesuffix("\r")
+        at += len(_LINES)
+        inner = raw[at:end].removesuffix(_NEWLINE).removesuffix(_RETURN)
+        if b"\\" in inner:  # (a path's characters may take several bytes: found anew)
+            record = raw.decode("utf-8", "surrogateescape")
+            text, _ = scanstring(record, record.find(_LINES_TEXT) + len(_LINES_TEXT))
+            text = text.removesuffix("\n").removesuffix("\r")
+        else:
+            text = inner.decode("utf-8", "surrogateescape")
+        end += len(_LINES_END)
+        number = int(raw[end:raw.find(b",", end)])
     return SearchMatch(path, number, text[:MAX_LINE_CHARS])
 
 
@@ -86,8 +97,11 @@ def _kept(end: bytes) -> bool:
 class Lines:
     """`rg --json` records → matches, whole files at a time, up to `most`."""
 
-    def __init__(self, rel: Callable[[str], str], globs: list[str] | None, most: int) -> None:
+    def __init__(self, rel: Callable[[str], str], globs: list[str] | None, most: int,
+                 skip_hidden: bool = False) -> None:
         self.rel, self.globs, self.most = rel, globs, most
+        self.skip_hidden = skip_hidden
+        """Drop hidden paths: rg searches those a glob it was given matches."""
         self.found: list[SearchMatch] = []
         self.pending: list[SearchMatch] = []
         """The current file's matches: kept once its `end` record says it is not binary."""
@@ -101,9 +115,9 @@ class Lines:
             if self.wanted and len(self.found) + len(self.pending) < self.most:
                 self.pending.append(_match(raw, self.path))
         elif raw.startswith(b'{"type":"begin"'):
-            self.path = self.rel(_begun(raw))
-            if self.globs is not None:
-                self.wanted = glob_ok(self.path, self.globs)
+            self.path = path = self.rel(_begun(raw))
+            self.wanted = not (self.skip_hidden and (path.startswith(".") or "/." in path)) and (
+                self.globs is None or glob_ok(path, self.globs))
         elif raw.startswith(b'{"type":"end"'):
             if self.pending and _kept(raw):
                 self.found.extend(self.pending)

@@ -47,9 +47,8 @@ class Run:
 
     def __init__(self, argv: list[str], cwd: str, reader: Lines | Names) -> None:
         self.reader = reader
-        import tempfile  # at a search, not at start (it loads `random`, `shutil`)
-
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 -- closed with the run (_close)
+        self.errors = _error_file()
+        """rg's stderr, read to tell a pattern it refused (a file: rg never blocks on it)."""
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self.errors, cwd=cwd)
         assert self.proc.stdout is not None
@@ -70,6 +69,8 @@ class Run:
         self.used = time.monotonic()
         self._lock = threading.Lock()
         self._turn: anyio.Lock | None = None
+        """Held by the read under way; taken without a trip through the event loop when free
+        (`fast_acquire`: a search's one read, ~70 µs less)."""
 
     async def read(self, cap: int) -> Found:
         """Read until `cap` matches are found (whole files: there may be more) or rg ends.
@@ -84,7 +85,7 @@ class Run:
 
     async def _take_turn(self, cap: int) -> Found:
         if self._turn is None:
-            self._turn = anyio.Lock()
+            self._turn = anyio.Lock(fast_acquire=True)
         async with self._turn:  # two pages of one search at once: one after the other
             self.used = time.monotonic()
             found = self.reader.found
@@ -106,16 +107,17 @@ class Run:
     async def _read(self, cap: int) -> None:
         if len(self.reader.found) >= self.reader.most:
             return self.stop()  # no further page
+        take = self.reader.take
         while not self.stopped:
-            if b"\n" in self.rest:  # lines left from the last read first
-                lines = self.rest.split(b"\n")
-                self.rest = lines.pop()
-                for at, line in enumerate(lines):
-                    if not self.reader.take(line, cap):
-                        self.rest = b"\n".join([*lines[at + 1:], self.rest])
-                        if len(self.reader.found) >= self.reader.most:
-                            self.stop()
-                        return
+            rest, at = self.rest, 0  # lines left from the last read first
+            while (end := rest.find(b"\n", at)) >= 0:
+                line, at = rest[at:end], end + 1
+                if not take(line, cap):
+                    self.rest = rest[at:]  # (the page's lines only are cut: no split of a whole read)
+                    if len(self.reader.found) >= self.reader.most:
+                        self.stop()
+                    return
+            self.rest = rest[at:] if at else rest
             await anyio.wait_readable(self.fd)
             try:
                 chunk = os.read(self.fd, CHUNK_BYTES)
@@ -134,9 +136,8 @@ class Run:
         if self.stopped:
             return
         self.complete = True
-        self.errors.seek(0)
         self.refused = (returncode == 2 and not self.reader.found
-                        and b"regex" in self.errors.read(MAX_ERRORS))
+                        and b"regex" in os.pread(self.errors, MAX_ERRORS, 0))
         self.stopped = True
         with self._lock:
             self._close()
@@ -171,8 +172,20 @@ class Run:
     def _close(self) -> None:
         assert self.proc.stdout is not None
         self.proc.stdout.close()
-        self.errors.close()
+        os.close(self.errors)
         self.closed = True
+
+
+def _error_file() -> int:
+    """A file descriptor for rg's stderr, in memory where the system has it (a temporary
+    file's setup cost a search 0.15 ms after an idle pause)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("talaria-rg-errors", os.MFD_CLOEXEC)
+    import tempfile  # at a search, not at start (it loads `random`, `shutil`)
+
+    fd, path = tempfile.mkstemp()
+    os.unlink(path)  # only the descriptor is used
+    return fd
 
 
 _reaping: queue.SimpleQueue[Run] = queue.SimpleQueue()

@@ -121,19 +121,30 @@ def _walked(found: list[tuple[str, int | None, str | None]], cap: int) -> Found:
     return Found([SearchMatch(*m) for m in found], len(found) < cap)
 
 
+def _prunes(globs: list[str] | None) -> bool:
+    """Whether rg is given the globs (`_rg_base`), so that they outrank its hidden-file rule."""
+    return bool(globs) and all("/" not in g and not g.startswith("!") for g in globs or ())
+
+
 def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
     """rg's walk as the Python walk's. Globs on the file name prune what rg reads (glob_ok
     still decides: both backends agree on every glob); globs on the path, or negated ones,
     mean something else to rg and are left out. A glob rg is given outranks its hidden-file
     rule and the globs before it (the last match wins: `*.js` would list `.eslintrc.js`, and
-    `*` the files in `node_modules/`), so the skipped names come after it."""
-    prune = bool(globs) and all("/" not in g and not g.startswith("!") for g in globs or ())
+    `*` the files in `node_modules/`), so the skipped directories come after it, and the
+    readers drop hidden paths (`hidden`: a `!.*` glob cost rg 5-7% of a walk, on every name
+    it sees)."""
     argv = [rg, "--no-config", "--no-ignore"]
-    for g in globs or () if prune else ():
+    for g in globs or () if _prunes(globs) else ():
         argv += ["-g", g]
     for d in SKIP_DIRS:
         argv += ["-g", f"!{d}/"]
-    return [*argv, "-g", "!.*"] if prune else argv
+    return argv
+
+
+def hidden(rel: str) -> bool:
+    """Whether a path relative to the search root is in or of a hidden name."""
+    return rel.startswith(".") or "/." in rel
 
 
 async def _rg(argv: list[str], root: str, reader: rg_json.Lines | rg_json.Names, cap: int,
@@ -158,8 +169,11 @@ async def _rg_files(
 ) -> Found:
     rel = rg_json.relative(root)
 
+    shown = _prunes(names) and os.path.isdir(root)  # rg may list hidden files: dropped here
+
     def keep(path: str) -> bool:
-        return glob_ok(path, names) and (globs is None or glob_ok(path, globs))
+        return (glob_ok(path, names) and (globs is None or glob_ok(path, globs))
+                and not (shown and hidden(path)))
 
     argv = [*_rg_base(rg, names), "--files"]
     listing = rg_json.Names(rel, keep, workspace.MAX_SEARCH_MATCHES)
@@ -173,7 +187,8 @@ async def _rg_content(
     """Matches found by rg (`refused` when rg rejects the pattern: Python takes over)."""
     argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
     rel = rg_json.relative(root)
-    lines = rg_json.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES)
+    skip_hidden = _prunes(globs) and os.path.isdir(root)  # rg may search hidden files
+    lines = rg_json.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES, skip_hidden)
     found = await _rg(argv, root, lines, cap, offset, key)
     if found.refused:
         ripgrep.RUNS.drop(key)
