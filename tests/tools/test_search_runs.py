@@ -173,3 +173,22 @@ async def test_pages_asked_at_once_are_whole(tmp_path: Path) -> None:
         for offset, got in pages.items():
             assert len(got.matches) == 50 and not got.total_exact and got.total < total, offset
     assert len(await settled_children(1)) == 1  # the latest search's, waiting
+
+
+@pytest.mark.parametrize("memfd", [True, False])
+async def test_a_pattern_rg_refuses_is_told_from_its_errors_and_nothing_is_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memfd: bool
+) -> None:
+    """rg's stderr goes to a memfd, or an unlinked temporary file where the system has none."""
+    (tmp_path / "a.txt").write_text("const foo = 1\n")
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create")
+    ws = LocalWorkspace(tmp_path)
+    await ws.search("nowhere", root=tmp_path)  # the reaper thread and what it opens, first
+    before = set(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        page = await ws.search(r"(?<=const )\w+", root=tmp_path)  # look-behind: rg refuses
+        assert [(m.path, m.line, m.text) for m in page.matches] == [("a.txt", 1, "const foo = 1")]
+        assert (await ws.search("foo", root=tmp_path)).total == 1
+    await settled_children(0)
+    assert set(os.listdir("/proc/self/fd")) <= before
