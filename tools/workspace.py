@@ -64,11 +64,10 @@ class SearchPage:
         return cls(found[offset:offset + limit], len(found), exact)
 
     @classmethod
-    def arranged(cls, found: list[SearchMatch], *, complete: bool, offset: int,
-                 limit: int) -> SearchPage:
-        """The page at `offset` of matches in the order a search found them (`complete`: all
-        there are, else the total is a bound), put in path order."""
-        return cls(sorted(found[offset:offset + limit], key=path_order), len(found), complete)
+    def arranged(cls, page: list[SearchMatch], *, total: int, complete: bool) -> SearchPage:
+        """A page of matches in the order a search found them, of `total` found (`complete`:
+        all there are, else a bound), put in path order."""
+        return cls(sorted(page, key=path_order), total, complete)
 
 
 def path_order(match: SearchMatch) -> tuple[list[str], int]:

@@ -192,3 +192,23 @@ async def test_a_pattern_rg_refuses_is_told_from_its_errors_and_nothing_is_left_
         assert (await ws.search("foo", root=tmp_path)).total == 1
     await settled_children(0)
     assert set(os.listdir("/proc/self/fd")) <= before
+
+
+async def test_where_rg_needs_subprocess_a_run_pages_and_ends_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without `os.waitid` (macOS), rg starts through `subprocess.Popen`."""
+    monkeypatch.delattr(os, "waitid")
+    total = big_tree(tmp_path)
+    ws = LocalWorkspace(tmp_path)
+    first = await ws.search("hit", root=tmp_path, limit=10)
+    children = await settled_children(1)
+    assert len(children) == 1
+    rest = await ws.search("hit", root=tmp_path, limit=1000, offset=10)
+    assert rg_children().keys() <= children.keys()  # read on, not started anew
+    assert len(set(first.matches) | set(rest.matches)) == total
+    await ws.search("hit", root=tmp_path, limit=5)
+    with anyio.move_on_after(0.001):
+        await ws.search("hit", root=tmp_path, limit=3000)
+    ripgrep.RUNS.clear()
+    assert await settled_children(0) == {}

@@ -1,7 +1,7 @@
 """rg's `--json` records read into matches (`Lines`) and its `--files` lines into paths
 (`Names`), for the runs of `talaria.tools.local.ripgrep`: whole files at a time (a file's
-matches count once its `end` record says it is neither binary nor too big), the line of a
-`match` record read as it is (or decoded alone), the path of a `begin` record without a JSON parse when
+matches count once its `end` record says it is neither binary nor too big), a `match`
+record kept as it is until a page shows it, then its line read as it is (or decoded alone), the path of a `begin` record without a JSON parse when
 nothing in it is escaped."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import NamedTuple
 
 from talaria.tools.local.walk import MAX_FILE_BYTES, MAX_LINE_CHARS, glob_ok
 from talaria.tools.workspace import SearchMatch
@@ -102,8 +103,8 @@ class Lines:
         self.rel, self.globs, self.most = rel, globs, most
         self.skip_hidden = skip_hidden
         """Drop hidden paths: rg searches those a glob it was given matches."""
-        self.found: list[SearchMatch] = []
-        self.pending: list[SearchMatch] = []
+        self.found: list[SearchMatch | Unread] = []
+        self.pending: list[SearchMatch | Unread] = []
         """The current file's matches: kept once its `end` record says it is not binary."""
         self.wanted = True
         self.path = ""
@@ -113,7 +114,7 @@ class Lines:
         """Read one record; False at the end of a file once `cap` matches are found."""
         if raw.startswith(b'{"type":"match"'):
             if self.wanted and len(self.found) + len(self.pending) < self.most:
-                self.pending.append(_match(raw, self.path))
+                self.pending.append(Unread(self.path, raw))
         elif raw.startswith(b'{"type":"begin"'):
             self.path = path = self.rel(_begun(raw))
             self.wanted = not (self.skip_hidden and (path.startswith(".") or "/." in path)) and (
@@ -131,7 +132,7 @@ class Names:
 
     def __init__(self, rel: Callable[[str], str], keep: Callable[[str], bool], most: int) -> None:
         self.rel, self.keep, self.most = rel, keep, most
-        self.found: list[SearchMatch] = []
+        self.found: list[SearchMatch | Unread] = []
 
     def take(self, raw: bytes, cap: int) -> bool:
         path = self.rel(os.fsdecode(raw))
@@ -140,12 +141,28 @@ class Names:
         return len(self.found) < cap
 
 
+class Unread(NamedTuple):
+    """A match as rg wrote it, decoded when a page shows it (`Found.page`): a search for the
+    third page has no use for the lines of the first two, nor a page for the rest of the
+    file it ends in."""
+
+    path: str
+    """Its file's, relative."""
+    record: bytes
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """What a run has found so far, in the order rg found it."""
 
-    matches: list[SearchMatch]
+    matches: list[SearchMatch | Unread]
     complete: bool
     """rg is done: these are all the matches (else there are more than were read)."""
     refused: bool = False
     """rg rejected the pattern (the Python walk runs it)."""
+
+    def page(self, offset: int = 0, limit: int | None = None) -> list[SearchMatch]:
+        """The matches from `offset` (`limit` of them, or all), decoded."""
+        end = None if limit is None else offset + limit
+        return [m if isinstance(m, SearchMatch) else _match(m.record, m.path)
+                for m in self.matches[offset:end]]

@@ -73,12 +73,12 @@ async def search(
     its pages follow that one's; the Python walk's are in path order."""
     if target not in ("content", "files"):
         raise ValueError(f"target must be 'content' or 'files', not {target!r}")
-    root_s = os.path.normpath(root)
+    root_s = os.path.abspath(root)  # rg runs in this process's directory
     if not os.path.exists(root_s):
         raise FileNotFoundError(f"No such file or directory: {root}")
     found = await _search(pattern, root_s, target, file_glob, cap, offset, owner)
     if not os.path.isdir(root_s):  # paths are relative to the root: a file root is "."
-        found = Found([SearchMatch(".", m.line, m.text) for m in found.matches], found.complete)
+        found = Found([SearchMatch(".", m.line, m.text) for m in found.page()], found.complete)
     return found
 
 
@@ -87,26 +87,32 @@ async def _search(
     owner: Hashable,
 ) -> Found:
     globs = expand_braces(file_glob) if file_glob else None
+    names = (expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
+             if target == "files" else None)
     rg = ripgrep_path()
-    deadline = time.monotonic() + SEARCH_TIMEOUT_S  # the Python walk checks it between files
     key = (owner, root_s, target, pattern, file_glob)
+    # rg first: what follows runs while it starts (~3 ms before its first output)
+    run = _rg_run(rg, root_s, pattern, names, globs, offset, key) if rg else None
+    deadline = time.monotonic() + SEARCH_TIMEOUT_S  # the Python walk checks it between files
     try:
         with anyio.fail_after(SEARCH_TIMEOUT_S):
-            if target == "files":
-                names = expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
-                if rg:
-                    return await _rg_files(rg, root_s, names, globs, cap, offset, key)
+            if names is not None:
+                if run is not None:
+                    return await _read(run, key, cap)
                 return _walked(await anyio.to_thread.run_sync(
                     py_files, root_s, names, globs, deadline, cap, abandon_on_cancel=True
                 ), cap)
             try:
                 regex = re.compile(pattern)
             except re.error as exc:
+                if run is not None:
+                    ripgrep.RUNS.discard(key, run)
                 raise WorkspaceError(f"invalid regex {pattern!r}: {exc}") from None
-            if rg:
-                found = await _rg_content(rg, root_s, pattern, globs, cap, offset, key)
+            if run is not None:
+                found = await _read(run, key, cap)
                 if not found.refused:
                     return found
+                ripgrep.RUNS.drop(key)  # rg rejected the pattern: Python runs it
             return _walked(await anyio.to_thread.run_sync(
                 py_content, root_s, regex, globs, deadline, cap, abandon_on_cancel=True
             ), cap)
@@ -147,49 +153,40 @@ def hidden(rel: str) -> bool:
     return rel.startswith(".") or "/." in rel
 
 
-async def _rg(argv: list[str], root: str, reader: rg_json.Lines | rg_json.Names, cap: int,
-              offset: int, key: Hashable) -> Found:
-    """Read `key`'s run on to `cap` (a new run at offset 0, or when none is kept), on the
-    event loop (a worker thread's wake-ups cost a page ~0.5 ms; an asyncio subprocess adds a
-    child watcher); a search cancelled or timed out stops its rg."""
+def _rg_run(
+    rg: str, root: str, pattern: str, names: list[str] | None, globs: list[str] | None,
+    offset: int, key: Hashable,
+) -> ripgrep.Run:
+    """`key`'s run: the one kept for its next page (offset > 0), else a new one, started: rg
+    listing the files `names` and `globs` match (`names` given), or searching their contents."""
     run = ripgrep.RUNS.get(key) if offset else None
-    if run is None:
-        cwd = root if os.path.isdir(root) else os.path.dirname(root) or "."
-        run = ripgrep.RUNS.start(key, [*argv, "--", root], cwd, reader)
+    if run is not None:
+        return run
+    rel = rg_json.relative(root)
+    is_dir = os.path.isdir(root)
+    reader: rg_json.Lines | rg_json.Names
+    if names is not None:
+        shown = _prunes(names) and is_dir  # rg may list hidden files: dropped here
+
+        def keep(path: str) -> bool:
+            return (glob_ok(path, names) and (globs is None or glob_ok(path, globs))
+                    and not (shown and hidden(path)))
+
+        argv = [*_rg_base(rg, names), "--files"]
+        reader = rg_json.Names(rel, keep, workspace.MAX_SEARCH_MATCHES)
+    else:
+        argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
+        skip_hidden = _prunes(globs) and is_dir  # rg may search hidden files
+        reader = rg_json.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES, skip_hidden)
+    return ripgrep.RUNS.start(key, [*argv, "--", root], reader)
+
+
+async def _read(run: ripgrep.Run, key: Hashable, cap: int) -> Found:
+    """Read `key`'s run on to `cap`, on the event loop (a worker thread's wake-ups cost a page
+    ~0.5 ms; an asyncio subprocess adds a child watcher); a search cancelled or timed out
+    stops its rg. `refused` when rg rejects the pattern."""
     try:
         return await run.read(cap)
     except BaseException:
         ripgrep.RUNS.discard(key, run)  # cancelled or timed out: rg must not run on
         raise
-
-
-async def _rg_files(
-    rg: str, root: str, names: list[str], globs: list[str] | None, cap: int, offset: int,
-    key: Hashable,
-) -> Found:
-    rel = rg_json.relative(root)
-
-    shown = _prunes(names) and os.path.isdir(root)  # rg may list hidden files: dropped here
-
-    def keep(path: str) -> bool:
-        return (glob_ok(path, names) and (globs is None or glob_ok(path, globs))
-                and not (shown and hidden(path)))
-
-    argv = [*_rg_base(rg, names), "--files"]
-    listing = rg_json.Names(rel, keep, workspace.MAX_SEARCH_MATCHES)
-    return await _rg(argv, root, listing, cap, offset, key)
-
-
-async def _rg_content(
-    rg: str, root: str, pattern: str, globs: list[str] | None, cap: int, offset: int,
-    key: Hashable,
-) -> Found:
-    """Matches found by rg (`refused` when rg rejects the pattern: Python takes over)."""
-    argv = [*_rg_base(rg, globs), "--json", "--crlf", "--no-mmap", "-e", pattern]
-    rel = rg_json.relative(root)
-    skip_hidden = _prunes(globs) and os.path.isdir(root)  # rg may search hidden files
-    lines = rg_json.Lines(rel, globs, workspace.MAX_SEARCH_MATCHES, skip_hidden)
-    found = await _rg(argv, root, lines, cap, offset, key)
-    if found.refused:
-        ripgrep.RUNS.drop(key)
-    return found

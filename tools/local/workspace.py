@@ -75,8 +75,8 @@ class LocalWorkspace:
         found = await local_search.search(pattern, root=root, target=target, file_glob=file_glob,
                                           cap=search_cap(offset, limit), offset=offset,
                                           owner=self._searches)
-        return SearchPage.arranged(found.matches, complete=found.complete, offset=offset,
-                                   limit=limit)
+        return SearchPage.arranged(found.page(offset, limit), total=len(found.matches),
+                                   complete=found.complete)
 
     async def run(
         self,
