@@ -212,3 +212,20 @@ async def test_where_rg_needs_subprocess_a_run_pages_and_ends_the_same(
         await ws.search("hit", root=tmp_path, limit=3000)
     ripgrep.RUNS.clear()
     assert await settled_children(0) == {}
+
+
+async def test_a_page_decodes_only_the_matches_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from talaria.tools.local import rg_json
+
+    big_tree(tmp_path)
+    decoded: list[str] = []
+    real = rg_json._match
+    monkeypatch.setattr(rg_json, "_match", lambda raw, path: decoded.append(path) or real(raw, path))
+    ws = LocalWorkspace(tmp_path)
+    third = await ws.search("hit", root=tmp_path, limit=10, offset=100)
+    assert len(third.matches) == 10 and len(decoded) == 10
+    second = await ws.search("hit", root=tmp_path, limit=10, offset=50)  # the same run, read on
+    assert len(decoded) == 20 and not set(second.matches) & set(third.matches)
+    assert all(m.text and m.text.startswith("hit ") for m in [*second.matches, *third.matches])

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import NamedTuple
 
 from talaria.tools.local.walk import MAX_FILE_BYTES, MAX_LINE_CHARS, glob_ok
 from talaria.tools.workspace import SearchMatch
@@ -66,6 +65,7 @@ def _match(raw: bytes, path: str) -> SearchMatch:
     return SearchMatch(path, number, text[:MAX_LINE_CHARS])
 
 
+_MATCH = b'{"type":"match"'
 _BEGIN = b'{"type":"begin","data":{"path":{"text":"'
 _BEGIN_END = b'"}}}'
 
@@ -110,11 +110,25 @@ class Lines:
         self.path = ""
         """The current file's, relative (from its `begin` record)."""
 
+    def feed(self, buf: bytes, cap: int) -> tuple[int, bool]:
+        """Read the whole lines of `buf` (`take`, a match's inline: most lines are): where the
+        lines read end, and True when they end a file that brought the matches to `cap`."""
+        at, find, starts = 0, buf.find, buf.startswith
+        found, pending, most = self.found, self.pending, self.most
+        while (end := find(b"\n", at)) >= 0:
+            if starts(_MATCH, at):
+                if self.wanted and len(found) + len(pending) < most:
+                    pending.append((self.path, buf[at:end]))
+            elif not self.take(buf[at:end], cap):
+                return end + 1, True
+            at = end + 1
+        return at, False
+
     def take(self, raw: bytes, cap: int) -> bool:
         """Read one record; False at the end of a file once `cap` matches are found."""
-        if raw.startswith(b'{"type":"match"'):
+        if raw.startswith(_MATCH):
             if self.wanted and len(self.found) + len(self.pending) < self.most:
-                self.pending.append(Unread(self.path, raw))
+                self.pending.append((self.path, raw))
         elif raw.startswith(b'{"type":"begin"'):
             self.path = path = self.rel(_begun(raw))
             self.wanted = not (self.skip_hidden and (path.startswith(".") or "/." in path)) and (
@@ -134,6 +148,16 @@ class Names:
         self.rel, self.keep, self.most = rel, keep, most
         self.found: list[SearchMatch | Unread] = []
 
+    def feed(self, buf: bytes, cap: int) -> tuple[int, bool]:
+        """Read the whole lines of `buf`: where the lines read end, and True when `cap` paths
+        are found."""
+        at, find, take = 0, buf.find, self.take
+        while (end := find(b"\n", at)) >= 0:
+            if not take(buf[at:end], cap):
+                return end + 1, True
+            at = end + 1
+        return at, False
+
     def take(self, raw: bytes, cap: int) -> bool:
         path = self.rel(os.fsdecode(raw))
         if self.keep(path) and len(self.found) < self.most:
@@ -141,14 +165,10 @@ class Names:
         return len(self.found) < cap
 
 
-class Unread(NamedTuple):
-    """A match as rg wrote it, decoded when a page shows it (`Found.page`): a search for the
-    third page has no use for the lines of the first two, nor a page for the rest of the
-    file it ends in."""
-
-    path: str
-    """Its file's, relative."""
-    record: bytes
+Unread = tuple[str, bytes]
+"""A match as rg wrote it (its file's path, relative, and the record), decoded when a page
+shows it (`Found.page`): a search for the third page has no use for the lines of the first
+two, nor a page for the rest of the file it ends in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,5 +184,5 @@ class Found:
     def page(self, offset: int = 0, limit: int | None = None) -> list[SearchMatch]:
         """The matches from `offset` (`limit` of them, or all), decoded."""
         end = None if limit is None else offset + limit
-        return [m if isinstance(m, SearchMatch) else _match(m.record, m.path)
+        return [m if isinstance(m, SearchMatch) else _match(m[1], m[0])
                 for m in self.matches[offset:end]]

@@ -106,17 +106,15 @@ class Run:
     async def _read(self, cap: int) -> None:
         if len(self.reader.found) >= self.reader.most:
             return self.stop()  # no further page
-        take = self.reader.take
+        feed = self.reader.feed
         while not self.stopped:
-            rest, at = self.rest, 0  # lines left from the last read first
-            while (end := rest.find(b"\n", at)) >= 0:
-                line, at = rest[at:end], end + 1
-                if not take(line, cap):
-                    self.rest = rest[at:]  # (the page's lines only are cut: no split of a whole read)
-                    if len(self.reader.found) >= self.reader.most:
-                        self.stop()
-                    return
-            self.rest = rest[at:] if at else rest
+            at, full = feed(self.rest, cap)  # lines left from the last read first
+            if at:
+                self.rest = self.rest[at:]  # (no split of a whole read into lines)
+            if full:
+                if len(self.reader.found) >= self.reader.most:
+                    self.stop()
+                return
             await anyio.wait_readable(self.fd)
             try:
                 chunk = os.read(self.fd, CHUNK_BYTES)
