@@ -10,6 +10,11 @@ query), so the next page of the same query reads on from where the last stopped:
 one run neither repeat nor skip a match, whatever order rg found them in. A search at offset
 0 always starts a new run (files may have changed since), so two first pages of a big result
 may hold different matches; each page is put in path order before it is shown.
+
+A search's time over raw rg's is Python's, mostly paid after an idle pause or another
+process's walk, when little of it is in the CPU's caches: rg is started first (`_spawn`,
+`os.posix_spawn`), a read's records are taken in one loop, and a match is decoded only when a
+page shows it (`rg_json.Found.page`).
 """
 
 from __future__ import annotations
