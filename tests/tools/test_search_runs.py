@@ -229,3 +229,20 @@ async def test_a_page_decodes_only_the_matches_it_shows(
     second = await ws.search("hit", root=tmp_path, limit=10, offset=50)  # the same run, read on
     assert len(decoded) == 20 and not set(second.matches) & set(third.matches)
     assert all(m.text and m.text.startswith("hit ") for m in [*second.matches, *third.matches])
+
+
+def test_rg_gets_this_process_environment_as_it_is_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`posix_spawn` is given `os.environ`'s own bytes: what it holds after a change too."""
+    monkeypatch.setenv("TALARIA_SEARCH_PROBE", "é 1")
+    monkeypatch.delenv("HOME", raising=False)
+    errors = ripgrep._error_file()
+    child = ripgrep._spawn([shutil.which("env") or "/usr/bin/env", "-0"], errors)
+    try:
+        out = b""
+        while chunk := os.read(child.stdout, 65536):
+            out += chunk
+        assert child.wait() == 0
+    finally:
+        child.close()
+        os.close(errors)
+    assert dict(v.split("=", 1) for v in out.decode().split("\0") if v) == dict(os.environ)

@@ -27,7 +27,8 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
+from typing import Any
 
 import anyio
 
@@ -185,7 +186,7 @@ class _Spawned:
     def __init__(self, argv: list[str], errors: int) -> None:
         read, write = os.pipe2(os.O_CLOEXEC)
         try:
-            self.pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+            self.pid = os.posix_spawn(argv[0], argv, _environ(), file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, write, 1),
                 (os.POSIX_SPAWN_DUP2, errors, 2),
@@ -221,6 +222,14 @@ class _Spawned:
 
     def close(self) -> None:
         os.close(self.stdout)
+
+
+def _environ() -> Mapping[Any, Any]:
+    """This process's environment, as `posix_spawn` takes it fastest: `os.environ`'s own
+    bytes (what `os.environ` keeps in step with the process's), not `os.environ` itself,
+    whose every name and value `posix_spawn` would read through Python, 20 µs a spawn."""
+    data = getattr(os.environ, "_data", None)
+    return data if isinstance(data, dict) else os.environ
 
 
 class _Popened:
