@@ -66,13 +66,29 @@ class SearchPage:
     @classmethod
     def arranged(cls, page: list[SearchMatch], *, total: int, complete: bool) -> SearchPage:
         """A page of matches in the order a search found them, of `total` found (`complete`:
-        all there are, else a bound), put in path order."""
-        return cls(sorted(page, key=path_order), total, complete)
+        all there are, else a bound), put in path order: by file (a page's matches are in a
+        few, each file's found together and by line, so each path is split once), then
+        line."""
+        files: dict[str, list[SearchMatch]] = {}
+        for m in page:
+            if (same := files.get(m.path)) is None:
+                files[m.path] = same = []
+            same.append(m)
+        ordered: list[SearchMatch] = []
+        for path in sorted(files, key=_components):
+            same = files[path]
+            by_line = all((a.line or 0) <= (b.line or 0) for a, b in zip(same, same[1:], strict=False))
+            ordered += same if by_line else sorted(same, key=path_order)
+        return cls(ordered, total, complete)
 
 
 def path_order(match: SearchMatch) -> tuple[list[str], int]:
     """By path components (`a/x` before `a-b`), then line number."""
-    return match.path.split("/"), match.line or 0
+    return _components(match.path), match.line or 0
+
+
+def _components(path: str) -> list[str]:
+    return path.split("/")
 
 
 MAX_SEARCH_MATCHES = 10_000

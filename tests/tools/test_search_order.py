@@ -107,3 +107,14 @@ async def test_a_glob_brings_back_nothing_the_walk_skips(
     for skipped in ("b/.h.py", "b/.hidden/h.py", ".eslintrc.js", "node_modules/m/i.py",
                     "a/__pycache__/c.py"):
         assert skipped not in paths
+
+
+def test_a_page_is_arranged_in_path_order_however_it_was_found() -> None:
+    from talaria.tools.workspace import SearchPage
+
+    found = [SearchMatch("a-b.py", 3, "x"), SearchMatch("a/x.py", 9, "x"), SearchMatch("a/x.py", 2, "x"),
+             SearchMatch("a-b.py", 1, "x"), SearchMatch("b.py", 1, "x"), SearchMatch("a/x.py", 5, "x"),
+             SearchMatch("names.txt"), SearchMatch("a/names.txt")]
+    page = SearchPage.arranged(found, total=20, complete=False)
+    assert page.matches == sorted(found, key=path_order)
+    assert (page.total, page.total_exact) == (20, False)
