@@ -300,7 +300,7 @@ def _reap_forever() -> None:
         try:
             run = _reaping.get(timeout=SWEEP_S)
         except queue.Empty:
-            RUNS.sweep()
+            RUNS.settle()
             continue
         run.reaped()
 
@@ -311,6 +311,8 @@ class Runs:
 
     def __init__(self) -> None:
         self._runs: OrderedDict[Hashable, Run] = OrderedDict()
+        self._leaving: list[Run] = []
+        """Pushed out by `start`, stopped at `settle`."""
         self._lock = threading.RLock()
 
     def get(self, key: Hashable) -> Run | None:
@@ -324,15 +326,27 @@ class Runs:
             return run
 
     def start(self, key: Hashable, argv: list[str], reader: Lines | Names) -> Run:
-        """A new run for `key`, in place of any before it."""
+        """A new run for `key`, in place of any before it. The runs it pushes out (the one
+        before it for `key`, the least recently used past MAX_RUNS, the idle) are stopped at
+        `settle()`: killing them while the new rg starts took the CPU it needed."""
+        run = Run(argv, reader)
         with self._lock:
-            self.sweep()
-            self.drop(key)
-            run = self._runs[key] = Run(argv, reader)
+            old = self._runs.pop(key, None)
+            if old is not None:
+                self._leaving.append(old)
+            self._runs[key] = run
             while len(self._runs) > MAX_RUNS:
-                self._runs.popitem(last=False)[1].retire()
+                self._leaving.append(self._runs.popitem(last=False)[1])
         _reaper_started()  # its sweeps stop the run if it is left idle
         return run
+
+    def settle(self) -> None:
+        """Stop the runs `start` pushed out, and the idle ones."""
+        with self._lock:
+            leaving, self._leaving = self._leaving, []
+            self.sweep()
+        for run in leaving:
+            run.retire()
 
     def drop(self, key: Hashable) -> None:
         """Forget the run for `key`, if any, and retire it (`Run.retire`)."""
@@ -357,6 +371,7 @@ class Runs:
 
     def clear(self) -> None:
         """Stop every run."""
+        self.settle()
         with self._lock:
             while self._runs:
                 self._runs.popitem()[1].retire()

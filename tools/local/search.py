@@ -27,6 +27,7 @@ Rules both backends follow (a test runs both on one fixture tree and compares):
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import re
@@ -190,3 +191,5 @@ async def _read(run: ripgrep.Run, key: Hashable, cap: int) -> Found:
     except BaseException:
         ripgrep.RUNS.discard(key, run)  # cancelled or timed out: rg must not run on
         raise
+    finally:  # the runs this one pushed out: stopped once its page is out, off its path
+        asyncio.get_running_loop().call_soon(ripgrep.RUNS.settle)
