@@ -13,10 +13,12 @@ uses a few of its submodules (`openai.types.chat.chat_completion_chunk`), each i
   runs its `__init__` in the module, once, as the import would have: nothing is left out, only
   later. A thread that asks while another runs it waits for it.
 
-The one difference a caller can see is when an `__init__` runs, never what it defines, with one
-exception: an `__init__` that binds a submodule's name to something else (`from .x import x`),
-where `pkg.x` would be the submodule until a name is used. The SDKs' packages have none; a test
-holds them to it.
+The one difference a caller can see is when an `__init__` runs, never what it defines, with two
+exceptions: an `__init__` that binds a submodule's name to something else (`from .x import x`),
+where `pkg.x` would be the submodule until a name is used, and one that defines a dunder name
+other than `__all__` (`__version__`), answered as missing until then (tools probe modules for
+such names: `__wrapped__`, `__signature__`; running the `__init__` for each would undo the
+point). The SDKs' packages have neither; a test holds them to it.
 """
 
 from __future__ import annotations
