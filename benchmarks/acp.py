@@ -84,8 +84,8 @@ SDK_IMPORT = ("from talaria.agent import codecache, lazytypes; codecache.install
               "    import openai; openai.AsyncOpenAI(api_key='x').chat.completions\n"
               "print(time.perf_counter() - started)")
 """What the provider's warm-up adds to what `talaria acp` has imported by `session/new`, with
-the collector paused, the SDK's types lazy and the generated-code cache on (its file as the agent's runs left it), as
-the agent has them: the floor of a prompt sent before it is done
+the collector paused, the SDK's types lazy and the generated-code cache on (its file as the
+agent's runs left it), as the agent has them: the floor of a prompt sent before it is done
 (nothing else runs meanwhile: both need the GIL)."""
 
 

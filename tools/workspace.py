@@ -77,7 +77,8 @@ class SearchPage:
         ordered: list[SearchMatch] = []
         for path in sorted(files, key=_components):
             same = files[path]
-            by_line = all((a.line or 0) <= (b.line or 0) for a, b in zip(same, same[1:], strict=False))
+            by_line = all((a.line or 0) <= (b.line or 0)
+                          for a, b in zip(same, same[1:], strict=False))
             ordered += same if by_line else sorted(same, key=path_order)
         return cls(ordered, total, complete)
 

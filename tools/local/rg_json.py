@@ -1,8 +1,8 @@
 """rg's `--json` records read into matches (`Lines`) and its `--files` lines into paths
 (`Names`), for the runs of `talaria.tools.local.ripgrep`: whole files at a time (a file's
 matches count once its `end` record says it is neither binary nor too big), a `match`
-record kept as it is until a page shows it, then its line read as it is (or decoded alone), the path of a `begin` record without a JSON parse when
-nothing in it is escaped."""
+record kept as it is until a page shows it, then its line read as it is (or decoded alone),
+the path of a `begin` record without a JSON parse when nothing in it is escaped."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 
-from talaria.tools.local.walk import MAX_FILE_BYTES, MAX_LINE_CHARS, glob_ok
+from talaria.tools.local.walk import MAX_FILE_BYTES, MAX_LINE_CHARS, glob_ok, hidden
 from talaria.tools.workspace import SearchMatch
 
 
-def relative(root: str) -> Callable[[str], str]:
+def relative(root: str, is_dir: bool) -> Callable[[str], str]:
     """Path as rg prints it (the root joined with the relative path) → relative path."""
-    if not os.path.isdir(root):
+    if not is_dir:
         name = os.path.basename(root)
         return lambda path: name
     cut = len(os.path.join(root, ""))
@@ -131,7 +131,7 @@ class Lines:
                 self.pending.append((self.path, raw))
         elif raw.startswith(b'{"type":"begin"'):
             self.path = path = self.rel(_begun(raw))
-            self.wanted = not (self.skip_hidden and (path.startswith(".") or "/." in path)) and (
+            self.wanted = not (self.skip_hidden and hidden(path)) and (
                 self.globs is None or glob_ok(path, self.globs))
         elif raw.startswith(b'{"type":"end"'):
             if self.pending and _kept(raw):

@@ -45,6 +45,7 @@ from talaria.tools.local.walk import (
     SKIP_DIRS,
     expand_braces,
     glob_ok,
+    hidden,
     py_content,
     py_files,
 )
@@ -77,15 +78,16 @@ async def search(
     root_s = os.path.abspath(root)  # rg runs in this process's directory
     if not os.path.exists(root_s):
         raise FileNotFoundError(f"No such file or directory: {root}")
-    found = await _search(pattern, root_s, target, file_glob, cap, offset, owner)
-    if not os.path.isdir(root_s):  # paths are relative to the root: a file root is "."
+    is_dir = os.path.isdir(root_s)
+    found = await _search(pattern, root_s, is_dir, target, file_glob, cap, offset, owner)
+    if not is_dir:  # paths are relative to the root: a file root is "."
         found = Found([SearchMatch(".", m.line, m.text) for m in found.page()], found.complete)
     return found
 
 
 async def _search(
-    pattern: str, root_s: str, target: str, file_glob: str | None, cap: int, offset: int,
-    owner: Hashable,
+    pattern: str, root_s: str, is_dir: bool, target: str, file_glob: str | None, cap: int,
+    offset: int, owner: Hashable,
 ) -> Found:
     globs = expand_braces(file_glob) if file_glob else None
     names = (expand_braces(pattern if _GLOB_CHARS & set(pattern) else f"*{pattern}*")
@@ -93,7 +95,7 @@ async def _search(
     rg = ripgrep_path()
     key = (owner, root_s, target, pattern, file_glob)
     # rg first: what follows runs while it starts (~3 ms before its first output)
-    run = _rg_run(rg, root_s, pattern, names, globs, offset, key) if rg else None
+    run = _rg_run(rg, root_s, is_dir, pattern, names, globs, offset, key) if rg else None
     deadline = time.monotonic() + SEARCH_TIMEOUT_S  # the Python walk checks it between files
     try:
         with anyio.fail_after(SEARCH_TIMEOUT_S):
@@ -149,22 +151,16 @@ def _rg_base(rg: str, globs: list[str] | None) -> list[str]:
     return argv
 
 
-def hidden(rel: str) -> bool:
-    """Whether a path relative to the search root is in or of a hidden name."""
-    return rel.startswith(".") or "/." in rel
-
-
 def _rg_run(
-    rg: str, root: str, pattern: str, names: list[str] | None, globs: list[str] | None,
-    offset: int, key: Hashable,
+    rg: str, root: str, is_dir: bool, pattern: str, names: list[str] | None,
+    globs: list[str] | None, offset: int, key: Hashable,
 ) -> ripgrep.Run:
     """`key`'s run: the one kept for its next page (offset > 0), else a new one, started: rg
     listing the files `names` and `globs` match (`names` given), or searching their contents."""
     run = ripgrep.RUNS.get(key) if offset else None
     if run is not None:
         return run
-    rel = rg_json.relative(root)
-    is_dir = os.path.isdir(root)
+    rel = rg_json.relative(root, is_dir)
     reader: rg_json.Lines | rg_json.Names
     if names is not None:
         shown = _prunes(names) and is_dir  # rg may list hidden files: dropped here

@@ -36,6 +36,12 @@ def expand_braces(glob: str) -> list[str]:
     return out
 
 
+def hidden(rel: str) -> bool:
+    """Whether a path relative to the search root is in or of a hidden name (what the walk
+    skips; rg too, but for the files a glob it is given matches)."""
+    return rel.startswith(".") or "/." in rel
+
+
 def glob_ok(rel: str, globs: list[str]) -> bool:
     """Whether relative path `rel` matches one of `globs` (name, or path when it has a `/`)."""
     name = rel.rsplit("/", 1)[-1]
