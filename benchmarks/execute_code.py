@@ -10,6 +10,7 @@ what is measured here is reported: no baseline from another machine.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -224,9 +225,10 @@ async def _cancel_once(root: Path, tool: str) -> tuple[float, float]:
 
 
 def _group_alive(pgid: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    # Not Path.glob("[0-9]*/stat"): its check of `stat` raises ProcessLookupError on an exit.
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):

@@ -6,13 +6,13 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from talaria.agent.session import Session
 from talaria.agent.tool_runner import call_nested
+from tests import processes
 from tests.helpers import Recorder
 
 
@@ -32,7 +32,7 @@ def tagged(tag: str) -> list[int]:
     """Live (non-zombie) processes whose command line holds `tag`: the kernel and, inside
     bubblewrap, its wrapper. This container's init does not reap, so zombies are skipped."""
     pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
+    for proc in processes():
         try:
             cmdline = (proc / "cmdline").read_bytes()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]

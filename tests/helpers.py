@@ -13,7 +13,7 @@ from talaria.agent.runtime import Opening, new_session
 from talaria.agent.session import Session
 from talaria.agent.store import Store
 from talaria.tools.local.workspace import LocalWorkspace
-from tests import TESTS
+from tests import TESTS, processes
 from tests.fakellm import FakeLLM
 
 
@@ -74,9 +74,9 @@ def assert_pairs_complete(messages: list[dict[str, Any]]) -> None:
 
 def group_alive(pgid: int) -> bool:
     """Any live (non-zombie) process in the group; this container's init does not reap."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in processes():
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests import processes
 from tests.acp_harness import Editor
 
 
@@ -26,9 +27,9 @@ def test_short_prompts_do_not_load_tiktoken(tmp_path: Path, fake_llm) -> None:
 
 def _children(pid: int) -> list[str]:
     found = []
-    for entry in Path("/proc").iterdir():
+    for entry in processes():
         try:
-            if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
                 found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
         except OSError:  # gone meanwhile
             continue

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from talaria.tools import procs
-from tests import ROOT
+from tests import ROOT, processes
 from tests.acp_harness import Editor
 from tests.exec_helpers import wait_for
 from tests.helpers import group_alive, openai_env
@@ -45,7 +45,7 @@ def pids_of(project: Path) -> list[int]:
 
 def watchdog_of(agent_pid: int) -> int | None:
     """The watchdog process started by `agent_pid` (found by its command line)."""
-    for entry in Path("/proc").glob("[0-9]*"):
+    for entry in processes():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:

@@ -20,7 +20,7 @@ from talaria.tools import procs
 from talaria.tools.sandbox import cgroup
 from talaria.tools.sandbox import tiers as sandbox
 from talaria.tools.sandbox.tiers import SandboxSpec, prepare
-from tests import TESTS
+from tests import TESTS, processes
 from tests.exec_helpers import PATIENCE_S
 
 PROBE = TESTS / "sandbox_probe.py"
@@ -100,13 +100,13 @@ def orphans() -> list[int]:
     long as the test process does."""
     watchdog = procs._watchdog.pid if procs._watchdog is not None else None
     me, out = os.getpid(), []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in processes():
         try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == me and int(stat.parent.name) != watchdog:
-            out.append(int(stat.parent.name))
+        if ppid == me and int(proc.name) != watchdog:
+            out.append(int(proc.name))
     return out
 
 
@@ -133,29 +133,29 @@ def run(tier: str, checks: list[str], spec: SandboxSpec, timeout: float = 20,
 def live(tag: str) -> list[int]:
     """Non-zombie processes whose command line holds `tag`."""
     pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in processes():
         try:
-            cmdline = (stat.parent / "cmdline").read_bytes()
-            state = stat.read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if tag.encode() in cmdline and state != b"Z" and stat.parent.name != str(os.getpid()):
-            pids.append(int(stat.parent.name))
+        if tag.encode() in cmdline and state != b"Z" and proc.name != str(os.getpid()):
+            pids.append(int(proc.name))
     return pids
 
 
 def processes_of(uid: int) -> list[str]:
     """`pid state command` of each process (zombies too) whose real user is `uid`."""
     found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
+    for proc in processes():
         try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines()
+            fields = dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines()
                           if ":" in line)
-            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
         if int(fields.get("Uid", "-1").split()[0]) == uid:
-            found.append(f"{status.parent.name} {fields['State'].split()[0]} "
+            found.append(f"{proc.name} {fields['State'].split()[0]} "
                          f"{cmdline.decode(errors='replace')[:80]}")
     return found
 
