@@ -63,7 +63,9 @@ class HermesProcess:
     def __init__(self, root: Path, driver: str, *, cwd: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.home = tempfile.TemporaryDirectory(prefix="hermes-home-")
-        full_env = {**os.environ, "HERMES_HOME": self.home.name, **(env or {})}
+        # No lazy pip installs mid-benchmark (Hermes 0.19 tries one for each missing extra).
+        full_env = {**os.environ, "HERMES_HOME": self.home.name,
+                    "HERMES_DISABLE_LAZY_INSTALLS": "1", **(env or {})}
         self.proc = subprocess.Popen(
             [interpreter(root), "-c", _LOOP.format(driver=driver), str(root)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

@@ -9,7 +9,9 @@ with TALARIA_BENCH_HERMES, Hermes' ACP adapter in the same rounds.
 Each round spawns Talaria, then Hermes (when given), then the bare interpreter, so load
 drift on a shared machine hits all alike; `vs_hermes` is the ratio of medians. Round 0 writes
 bytecode and stores and is not counted. Hermes runs with its home in a temporary folder and
-every HTTP(S) request sent to a closed loopback port (its catalog fetches fail at once).
+every HTTP(S) request sent to a closed loopback port (its catalog fetches fail at once), and
+its lazy installs off (`HERMES_DISABLE_LAZY_INSTALLS`, as its Docker image has it): without
+boto3, Hermes 0.19 otherwise runs pip at every start for its Bedrock adapter (~9 s here).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def hermes_command(root: Path) -> list[str]:
 
 
 def hermes_env(base: dict[str, str], home: str) -> dict[str, str]:
-    return {**base, "HERMES_HOME": home, "HTTP_PROXY": CLOSED_PORT, "HTTPS_PROXY": CLOSED_PORT,
+    return {**base, "HERMES_HOME": home, "HERMES_DISABLE_LAZY_INSTALLS": "1",
+            "HTTP_PROXY": CLOSED_PORT, "HTTPS_PROXY": CLOSED_PORT,
             "http_proxy": CLOSED_PORT, "https_proxy": CLOSED_PORT,
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
 
