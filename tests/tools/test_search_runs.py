@@ -45,30 +45,44 @@ def big_tree(root: Path, dirs: int = 8, files: int = 50) -> int:
 
 
 def rg_children() -> dict[int, tuple[str, int]]:
-    """pid → (state, CPU ticks) of this process's rg children, zombies too."""
+    """pid → (state, CPU ticks) of this process's rg children, zombies too. The state is "S"
+    only when every thread sleeps: the main thread's own state says nothing of rg's search
+    threads, which may still be walking (its ticks count them all)."""
     out = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+            name, rest = (stat[stat.index("(") + 1:stat.rindex(")")],
+                          stat[stat.rindex(")") + 2:].split())
+            if name != "rg" or int(rest[1]) != os.getpid():
+                continue
+            state = rest[0]
+            if state == "S":
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    thread = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+                    if (other := thread[thread.rindex(")") + 2:].split()[0]) != "S":
+                        state = other
+                        break
+        except (OSError, ValueError):  # gone meanwhile
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if name == "rg" and int(rest[1]) == os.getpid():
-            out[int(pid)] = (rest[0], int(rest[11]) + int(rest[12]))
+        out[int(pid)] = (state, int(rest[11]) + int(rest[12]))
     return out
 
 
 async def settled_children(count: int | None = None,
-                           seconds: float = 5.0) -> dict[int, tuple[str, int]]:
-    """The rg children once none is running and, given `count`, there are that many (a
-    stopped one goes on the reaper thread, a moment later)."""
+                           seconds: float = 10.0) -> dict[int, tuple[str, int]]:
+    """The rg children once none runs (every thread asleep, no CPU used since the last look,
+    50 ms before) and, given `count`, there are that many (a stopped one goes on the reaper
+    thread, a moment later)."""
     deadline = time.monotonic() + seconds
+    last: dict[int, tuple[str, int]] | None = None
     while True:
         children = rg_children()
-        if (all(state == "S" for state, _ in children.values())
+        if (all(state == "S" for state, _ in children.values()) and children == last
                 and count in (None, len(children))) or time.monotonic() > deadline:
             return children
-        await anyio.sleep(0.02)
+        last = children
+        await anyio.sleep(0.05)
 
 
 async def test_a_page_leaves_rg_waiting_idle_and_the_next_reads_on(tmp_path: Path) -> None:

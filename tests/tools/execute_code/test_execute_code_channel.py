@@ -146,7 +146,7 @@ def test_garbage_written_by_a_script_does_not_break_the_channel(fake_llm, tmp_pa
         raw.sendall(b"garbage\\n" + b'{"op": "call", "id": 99, "cell": 1, "tool": "write_file"}\\n')
         print(read_file("f.txt")["content"])
     """), events)
-    assert result["status"] == "success" and result["output"] == "1|fine\n"
+    assert result["status"] == "success" and result["output"] == "1|fine\n", result
     assert [s.name for s in events.of("ToolCallStarted")] == ["execute_code", "read_file"]
 
 
