@@ -16,6 +16,7 @@ import pytest
 from talaria.tools.local import ripgrep
 from talaria.tools.local.workspace import LocalWorkspace
 from talaria.tools.workspace import SearchPage, path_order
+from tests import processes
 
 pytestmark = [
     pytest.mark.anyio,
@@ -49,23 +50,23 @@ def rg_children() -> dict[int, tuple[str, int]]:
     only when every thread sleeps: the main thread's own state says nothing of rg's search
     threads, which may still be walking (its ticks count them all)."""
     out = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for proc in processes():
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            stat = (proc / "stat").read_text()
             name, rest = (stat[stat.index("(") + 1:stat.rindex(")")],
                           stat[stat.rindex(")") + 2:].split())
             if name != "rg" or int(rest[1]) != os.getpid():
                 continue
             state = rest[0]
             if state == "S":
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    thread = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+                for task in (proc / "task").iterdir():
+                    thread = (task / "stat").read_text()
                     if (other := thread[thread.rindex(")") + 2:].split()[0]) != "S":
                         state = other
                         break
         except (OSError, ValueError):  # gone meanwhile
             continue
-        out[int(pid)] = (state, int(rest[11]) + int(rest[12]))
+        out[int(proc.name)] = (state, int(rest[11]) + int(rest[12]))
     return out
 
 
