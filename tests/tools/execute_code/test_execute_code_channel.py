@@ -134,15 +134,12 @@ def test_garbage_written_by_a_script_does_not_break_the_channel(fake_llm, tmp_pa
     events = recorded(session)
     events.events.clear()  # only what follows
     result = execute(session, textwrap.dedent("""\
-        import os, socket, stat
+        import os, socket
         from hermes_tools import read_file
-        def is_socket(fd):
-            try:
-                return stat.S_ISSOCK(os.fstat(fd).st_mode)
-            except OSError:
-                return False
-        fd = next(fd for fd in range(3, 64) if is_socket(fd))
-        raw = socket.socket(fileno=os.dup(fd))
+        # The channel's own descriptor, from the kernel's command line (`--fd N`): not the
+        # first socket found, which may be another one the kernel holds.
+        argv = open("/proc/self/cmdline", "rb").read().split(b"\\0")
+        raw = socket.socket(fileno=os.dup(int(argv[argv.index(b"--fd") + 1])))
         raw.sendall(b"garbage\\n" + b'{"op": "call", "id": 99, "cell": 1, "tool": "write_file"}\\n')
         print(read_file("f.txt")["content"])
     """), events)
