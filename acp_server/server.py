@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
+from talaria.acp_server.jsonrpc import Peer, RpcError
+from talaria.acp_server.opening import Openings
 from talaria.acp_server.params import ACP_CHECKS, ClientInfo, param
 from talaria.acp_server.sandbox_probe import RECHECK_AFTER_S, SandboxProbe
 from talaria.acp_server.version import version
@@ -33,14 +34,15 @@ ENV_METHOD = "environment"
 
 
 SESSION_METHODS = {
-    "session/new": ("sessions", "new"), "session/load": ("sessions", "load"),
+    "session/load": ("sessions", "load"),
     "session/resume": ("sessions", "resume"), "session/fork": ("sessions", "fork"),
     "session/list": ("sessions", "list_sessions"), "session/close": ("sessions", "close"),
     "session/delete": ("sessions", "delete"), "session/set_mode": ("sessions", "set_mode"),
     "session/set_config_option": ("sessions", "set_config_option"),
     "session/prompt": ("turns", "prompt"),
 }
-"""Request -> (part, method) of the session machinery (`Parts`) that answers it."""
+"""Request -> (part, method) of the session machinery (`Parts`) that answers it; `session/new`
+is answered before that (`opening.Openings`)."""
 
 
 class Parts:
@@ -66,9 +68,9 @@ class AcpServer:
     here; sessions (`sessions.AcpSessions`) and prompts (`turns.AcpTurns`) over one
     `SessionHost`, in `Parts`.
 
-    `initialize` is answered before `Parts` is imported (~35 ms of modules): they are
-    loaded right after its answer is out, while the editor reads it, or by the first method
-    that needs them if that comes first."""
+    `initialize` and `session/new` are answered before `Parts` is imported (~35 ms of
+    modules): they are loaded once `session/new`'s answer is out, to build its session, or by
+    the first method that needs them."""
 
     def __init__(self, peer: Peer, config: Config, sandbox: SandboxProbe | None = None,
                  gc_paused: bool = False) -> None:
@@ -86,12 +88,16 @@ class AcpServer:
             "initialize": self.initialize, "authenticate": self.authenticate, "logout": self.logout,
         }.items():
             peer.on_request(method, handler)
+        self.openings = Openings(peer, lambda: self.config, lambda: self.parts.sessions)
+        peer.on_request("session/new", self.openings.new)
         for method, (part, name) in SESSION_METHODS.items():
-            peer.on_request(method, self._handler(part, name))
-        peer.on_notification("session/cancel", self._handler("turns", "cancel"))
+            peer.on_request(method, self._handler(method, part, name))
+        peer.on_notification("session/cancel", self._handler("session/cancel", "turns", "cancel"))
 
-    def _handler(self, part: str, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    def _handler(self, method: str, part: str,
+                 name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
         async def handle(params: dict[str, Any]) -> Any:
+            await self.openings.ready(method, params)  # its session, if still being built
             return await getattr(getattr(self.parts, part), name)(params)
 
         return handle
@@ -124,17 +130,14 @@ class AcpServer:
         await self.ready.wait()
         await self.parts.turns.keepalive(self.config.keepalive_s)
 
-    async def _load_parts(self) -> None:
-        self.parts  # noqa: B018 -- built for its side effect
-
-    async def initialize(self, params: dict[str, Any]) -> Reply:
+    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         param(params, "protocolVersion", int)
         caps = params.get("clientCapabilities")
         caps = caps if isinstance(caps, dict) else {}
         if not isinstance(caps.get("fs"), dict):  # `"fs": true` must not crash session/new later
             caps = {**caps, "fs": {}}
         self.client.capabilities = caps
-        return Reply({
+        return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
@@ -148,7 +151,7 @@ class AcpServer:
             "agentInfo": {"name": "talaria", "title": "Talaria", "version": version()},
             "_meta": {"talaria": {"sandbox": await self.sandbox.tier()}},
             "authMethods": self._auth_methods(caps),
-        }, then=self._load_parts)
+        }
 
     def _auth_methods(self, caps: dict[str, Any]) -> list[dict[str, Any]]:
         """A `terminal` method only for a client that sets `auth.terminal` (the schema says

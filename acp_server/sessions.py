@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.learning import CommandsUpdates
+from talaria.acp_server.opening import options_json, state_json
 from talaria.acp_server.params import (
     ClientInfo,
     cwd_param,
@@ -23,7 +24,9 @@ from talaria.agent.host import ModelFailure, NoSuchSession, RootsInUse, SessionH
 
 if TYPE_CHECKING:
     from talaria.agent.door import FrontDoor
+    from talaria.agent.providers.base import Provider
     from talaria.agent.session import Session
+    from talaria.tools.mcp.settings import ServerSpec
     from talaria.tools.workspace import Workspace
 
 
@@ -82,12 +85,11 @@ class AcpSessions:
         except NoSuchSession as exc:
             raise session_error(exc) from None
 
-    async def new(self, params: dict[str, Any]) -> Reply:
-        cwd = cwd_param(params)
-        dirs = dirs_param(params, cwd)
-        servers = tuple(mcp_servers_param(params))
-        session = await self._opened(self.host.open(cwd, mcp_servers=servers, additional_dirs=dirs))
-        return Reply({"sessionId": session.id, **self.state(session)}, then=self.announce(session))
+    async def open_new(self, session_id: str, cwd: Path, dirs: tuple[Path, ...],
+                       servers: tuple[ServerSpec, ...], provider: Provider) -> Session:
+        """The session `session/new` answered for (`opening.Openings`), built now."""
+        return await self._opened(self.host.open(cwd, mcp_servers=servers, additional_dirs=dirs,
+                                                 session_id=session_id, provider=provider))
 
     async def load(self, params: dict[str, Any]) -> Reply:
         from talaria.acp_server.history import replay
@@ -191,25 +193,25 @@ class AcpSessions:
     # -- modes and config options -----------------------------------------------------------
 
     def state(self, session: Session) -> dict[str, Any]:
-        from talaria.agent.options import current_mode, mode_choices
+        from talaria.agent.options import values
 
-        return {
-            "modes": {"currentModeId": current_mode(session), "availableModes": [
-                {"id": c.value, "name": c.name, "description": c.description}
-                for c in mode_choices()
-            ]},
-            "configOptions": self.config_options(session),
-        }
+        return state_json(values(session), self.host.config)
 
     def config_options(self, session: Session) -> list[dict[str, Any]]:
-        from talaria.agent.options import options
+        from talaria.agent.options import values
 
-        return [
-            {"id": o.id, "name": o.name, "category": o.category, "type": "select",
-             "currentValue": o.current,
-             "options": [{"value": c.value, "name": c.name} for c in o.choices]}
-            for o in options(session, self.host.config)
-        ]
+        return options_json(values(session), self.host.config)
+
+    async def options_changed(self, session: Session, *, mode: bool) -> None:
+        """Tell the editor the session's options (and its mode, with `mode`) are not what
+        its opening's answer said."""
+        state = self.state(session)
+        if mode:
+            await self.peer.notify("session/update", {"sessionId": session.id, "update": {
+                "sessionUpdate": "current_mode_update",
+                "currentModeId": state["modes"]["currentModeId"]}})
+        await self.peer.notify("session/update", {"sessionId": session.id, "update": {
+            "sessionUpdate": "config_option_update", "configOptions": state["configOptions"]}})
 
     async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self.session(params)

@@ -12,10 +12,13 @@ error (`AuthError` without credentials).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from talaria.agent.config import Config
-from talaria.agent.permissions import MODES, normalize_mode
-from talaria.agent.session import Session
+from talaria.agent.modes import MODES, normalize_mode
+
+if TYPE_CHECKING:
+    from talaria.agent.session import Session
 
 MODE_NAMES = {
     "default": ("Default", "Ask before edits and commands"),
@@ -53,37 +56,78 @@ def mode_choices() -> tuple[Choice, ...]:
     return tuple(Choice(m, *MODE_NAMES[m]) for m in MODES)
 
 
+@dataclass(frozen=True, slots=True)
+class Values:
+    """What the options show for one session: its current value of each."""
+
+    mode: str
+    model: str
+    effort: str | None
+    exec_mode: str
+    learning: bool | None
+    """None: the session has no skills state (no learning option)."""
+    environment: str
+
+
 def current_mode(session: Session) -> str:
     mode = session.permissions.mode
     return mode if mode in MODES else "default"
 
 
+def values(session: Session) -> Values:
+    from talaria.tools.environments.base import environment_of
+
+    ws = environment_of(session.workspace)
+    skills = session.tool_state.skills
+    return Values(session.permissions.mode, session.provider.name, session.reasoning_effort,
+                  session.tool_state.exec_settings.mode,
+                  skills.review if skills is not None else None,
+                  ws.name if ws is not None else "local")
+
+
+def opening_values(config: Config, model: str, mode: str, additional_dirs: int = 0) -> Values:
+    """The values a new editor session opens with (`runtime.new_session`), from `config`
+    alone: a door answers with them before the session is built. Its environment is the
+    configured one, or local when that cannot be used (the host falls back the same way)."""
+    from talaria.tools.environments.spec import resolve
+    from talaria.tools.errors import EnvError
+
+    try:
+        spec = resolve(config.environment, config.environments)
+        local = additional_dirs > 0 and spec.backend not in ("local", "docker", "singularity")
+        environment = "local" if local else spec.label
+    except EnvError:
+        environment = "local"
+    return Values(mode, model, config.reasoning_effort, config.exec_mode,
+                  config.self_improvement, environment)
+
+
 def options(session: Session, config: Config) -> list[Option]:
-    models = dict.fromkeys([session.provider.name, *(config.model or "").split()[:1],
+    return options_of(values(session), config)
+
+
+def options_of(current: Values, config: Config) -> list[Option]:
+    models = dict.fromkeys([current.model, *(config.model or "").split()[:1],
                             *config.fallback_models])
     return [
-        Option("mode", "Mode", "mode", session.permissions.mode, mode_choices()),
-        Option("model", "Model", "model", session.provider.name,
+        Option("mode", "Mode", "mode", current.mode, mode_choices()),
+        Option("model", "Model", "model", current.model,
                tuple(Choice(m, m) for m in models if m)),
         Option("reasoning_effort", "Reasoning effort", "thought_level",
-               session.reasoning_effort or "default",
+               current.effort or "default",
                tuple(Choice(e, e.capitalize()) for e in EFFORTS)),
-        Option("exec_mode", "execute_code runs in", "_talaria_exec",
-               session.tool_state.exec_settings.mode,
+        Option("exec_mode", "execute_code runs in", "_talaria_exec", current.exec_mode,
                tuple(Choice(m, name) for m, name in EXEC_MODES.items())),
         *([Option("self_improvement", "Learn from this session", "_talaria_learning",
-                  "on" if skills.review else "off", (Choice("on", "On"), Choice("off", "Off")))]
-          if (skills := session.tool_state.skills) is not None else []),
-        environment_option(session, config),
+                  "on" if current.learning else "off", (Choice("on", "On"), Choice("off", "Off")))]
+          if current.learning is not None else []),
+        environment_option(current.environment, config),
     ]
 
 
-def environment_option(session: Session, config: Config) -> Option:
-    from talaria.tools.environments.base import environment_of
+def environment_option(current: str, config: Config) -> Option:
     from talaria.tools.environments.spec import choices
 
-    ws = environment_of(session.workspace)
-    current = ws.name if ws is not None else "local"
     names = dict.fromkeys([current, *choices(config.environments)])
     return Option("environment", "Environment", "_talaria_env", current,
                   tuple(Choice(n, n) for n in names))

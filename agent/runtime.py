@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -15,10 +14,12 @@ from talaria.agent import vision
 from talaria.agent.config import Config
 from talaria.agent.context.live import COUNTED_META, Resumed
 from talaria.agent.door import FrontDoor
+from talaria.agent.ids import new_session_id
 from talaria.agent.permissions import Permissions
 from talaria.agent.pricing import Spend
 from talaria.agent.prompt import system_prompt
 from talaria.agent.providers.base import Provider
+from talaria.agent.providers.configured import make_provider
 from talaria.agent.session import Session
 from talaria.agent.skills.setup import attach as attach_learning
 from talaria.agent.skills.setup import prompt_sections
@@ -52,26 +53,6 @@ def open_store(config: Config) -> Store:
     return Store(config.home / "sessions.db")
 
 
-def make_provider(config: Config, model: str | None = None) -> Provider:
-    """The configured model with retries and fallbacks. Raises NotConfiguredError (an
-    AuthError) without a model or credentials."""
-    from talaria.agent.providers.factory import create_retrying_provider
-
-    chosen = model or config.model
-    if not chosen:
-        from talaria.agent.providers.errors import NotConfiguredError
-
-        # No local path: this line also reaches editors (ACP `data`).
-        raise NotConfiguredError(
-            "no model configured: set TALARIA_MODEL (e.g. openai:gpt-4.1 with OPENAI_API_KEY, "
-            "or anthropic:claude-sonnet-4-5 with ANTHROPIC_API_KEY), or `model = \"...\"` in "
-            "$TALARIA_HOME/config.toml, or run `talaria setup`"
-        )
-    return create_retrying_provider(
-        chosen, list(config.fallback_models), providers=config.providers, env=config.provider_env()
-    )
-
-
 def environment_workspace(config: Config, base: Workspace, session_id: str,
                           name: str | None = None) -> EnvWorkspace:
     """`base` (the door's own workspace) in the session's execution environment: `name`
@@ -84,14 +65,6 @@ def environment_workspace(config: Config, base: Workspace, session_id: str,
     env = open_environment(spec, cwd=base.cwd, session_id=session_id, home=config.home,
                            extra=extra)
     return EnvWorkspace(base, env)
-
-
-def new_session_id() -> str:
-    # uuid4().hex, without `uuid`'s import (it loads `platform`): 1 ms of `session/new`
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    return raw.hex()
 
 
 @dataclass(frozen=True, slots=True)

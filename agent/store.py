@@ -113,9 +113,12 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                               "PRAGMA busy_timeout=5000;" + SCHEMA)
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.executescript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                                   "PRAGMA busy_timeout=5000;" + SCHEMA)
+        except sqlite3.OperationalError as exc:  # say which file ("unable to open database file")
+            raise sqlite3.OperationalError(f"{exc}: {path}") from exc
         self._migrate()
         self.reads = TranscriptReads(path)
         """Whole transcripts, on a connection of their own (`store_read`)."""
