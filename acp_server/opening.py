@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -28,9 +28,9 @@ from talaria.agent.config import Config
 from talaria.agent.modes import MODES
 
 if TYPE_CHECKING:
-    from talaria.acp_server.sessions import AcpSessions
     from talaria.agent.options import Values
     from talaria.agent.providers.base import Provider
+    from talaria.agent.session import Session
     from talaria.tools.mcp.settings import ServerSpec
 
 log = logging.getLogger(__name__)
@@ -62,13 +62,24 @@ def options_json(values: Values, config: Config) -> list[dict[str, Any]]:
     ]
 
 
+class Builder(Protocol):
+    """What builds the sessions (`sessions.AcpSessions`, which imports this module)."""
+
+    async def open_new(self, session_id: str, cwd: Path, dirs: tuple[Path, ...],
+                       servers: tuple[ServerSpec, ...], provider: Provider) -> Session: ...
+
+    async def options_changed(self, session: Session, *, mode: bool) -> None: ...
+
+    def announce(self, session: Session, *, plan: bool = False) -> Any: ...
+
+
 class Openings:
-    """The sessions answered and still being built. `sessions`: the session machinery
-    (`AcpSessions`), imported on first use; `config`: the configuration now (`logout` may
+    """The sessions answered and still being built. `sessions`: what builds them, the session
+    machinery's `AcpSessions`, imported on first use; `config`: the configuration now (`logout` may
     change it)."""
 
     def __init__(self, peer: Peer, config: Callable[[], Config],
-                 sessions: Callable[[], AcpSessions]) -> None:
+                 sessions: Callable[[], Builder]) -> None:
         self.peer = peer
         self._config = config
         self._sessions = sessions
