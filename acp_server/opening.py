@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, dirs_param, mcp_servers_param, quoted
@@ -110,6 +111,16 @@ class Openings:
 
     async def _build(self, session_id: str, cwd: Path, dirs: tuple[Path, ...],
                      servers: tuple[ServerSpec, ...], provider: Provider, answered: Values) -> None:
+        async with anyio.create_task_group() as tg:
+            # The model's SDK (the longest part, in a worker thread) starts loading first: its
+            # file reads overlap the build. `announce` waits for the same load.
+            tg.start_soon(_warm, provider)
+            await anyio.lowlevel.checkpoint()
+            await self._build_now(session_id, cwd, dirs, servers, provider, answered)
+
+    async def _build_now(self, session_id: str, cwd: Path, dirs: tuple[Path, ...],
+                         servers: tuple[ServerSpec, ...], provider: Provider,
+                         answered: Values) -> None:
         from talaria.agent.options import values
 
         try:
@@ -164,3 +175,10 @@ class Openings:
             raise RpcError.resource_not_found(
                 f"session {quoted(session_id)} could not be opened: {cause}", sessionId=session_id)
 
+
+
+async def _warm(provider: Provider) -> None:
+    try:
+        await provider.warm()
+    except Exception as exc:  # the first prompt reports it, with its cause
+        log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
