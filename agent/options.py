@@ -69,11 +69,6 @@ class Values:
     environment: str
 
 
-def current_mode(session: Session) -> str:
-    mode = session.permissions.mode
-    return mode if mode in MODES else "default"
-
-
 def values(session: Session) -> Values:
     from talaria.tools.environments.base import environment_of
 
