@@ -26,7 +26,7 @@ import anyio.lowlevel
 from talaria.acp_server.jsonrpc import Peer, Reply, RpcError
 from talaria.acp_server.params import cwd_param, dirs_param, mcp_servers_param, quoted
 from talaria.agent.config import Config
-from talaria.agent.modes import MODES
+from talaria.agent.modes import editor_mode
 
 if TYPE_CHECKING:
     from talaria.agent.options import Values
@@ -45,7 +45,7 @@ def state_json(values: Values, config: Config) -> dict[str, Any]:
     from talaria.agent.options import mode_choices
 
     return {
-        "modes": {"currentModeId": values.mode if values.mode in MODES else "default",
+        "modes": {"currentModeId": editor_mode(values.mode),
                   "availableModes": [{"id": c.value, "name": c.name, "description": c.description}
                                      for c in mode_choices()]},
         "configOptions": options_json(values, config),
@@ -101,9 +101,7 @@ class Openings:
             provider = make_provider(config)
         except ProviderError as exc:  # no model, no session (as `SessionHost.provider`)
             raise RpcError.auth_required(exc.user_message()) from None
-        # `bypass` (TALARIA_MODE) is for headless runs: editors ask (`SessionHost._open`).
-        mode = config.mode if config.mode in MODES else "default"
-        values = opening_values(config, provider.name, mode, len(dirs))
+        values = opening_values(config, provider.name, editor_mode(config.mode), len(dirs))
         session_id = new_session_id()
         self._building[session_id] = anyio.Event()
         return Reply({"sessionId": session_id, **state_json(values, config)},
@@ -111,10 +109,12 @@ class Openings:
 
     async def _build(self, session_id: str, cwd: Path, dirs: tuple[Path, ...],
                      servers: tuple[ServerSpec, ...], provider: Provider, answered: Values) -> None:
+        from talaria.agent.providers.configured import warm_sdk
+
         async with anyio.create_task_group() as tg:
             # The model's SDK (the longest part, in a worker thread) starts loading first: its
             # file reads overlap the build. `announce` waits for the same load.
-            tg.start_soon(_warm, provider)
+            tg.start_soon(warm_sdk, provider)
             await anyio.lowlevel.checkpoint()
             await self._build_now(session_id, cwd, dirs, servers, provider, answered)
 
@@ -174,11 +174,3 @@ class Openings:
         if (cause := self._failed.get(session_id)) is not None and method != "session/delete":
             raise RpcError.resource_not_found(
                 f"session {quoted(session_id)} could not be opened: {cause}", sessionId=session_id)
-
-
-
-async def _warm(provider: Provider) -> None:
-    try:
-        await provider.warm()
-    except Exception as exc:  # the first prompt reports it, with its cause
-        log.info("could not load the model's SDK ahead of the first prompt: %s", exc)

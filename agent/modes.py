@@ -10,6 +10,12 @@ ALL_MODES = (*MODES, "bypass")
 ALIASES = {"acceptEdits": "accept_edits", "dontAsk": "dont_ask", "bypassPermissions": "bypass"}
 
 
+def editor_mode(mode: str) -> str:
+    """The mode an editor's session runs in: `mode` when an editor may choose it, else
+    `default` (`bypass` is for headless runs: editors ask)."""
+    return mode if mode in MODES else "default"
+
+
 def normalize_mode(value: object) -> str:
     """The canonical name of a mode or alias; ValueError naming the valid ones otherwise."""
     if isinstance(value, str) and (name := ALIASES.get(value.strip(), value.strip())) in ALL_MODES:

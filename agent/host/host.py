@@ -151,13 +151,10 @@ class SessionHost:
         """What the first prompt would otherwise wait for, once the door's answer to an opening
         is out: the model's SDK (in a worker thread, started first: the longest, 0.4-0.6 s),
         the kernel and checkpoints (`warm_after_answer`), the turn's modules, the token count."""
-        async def sdk() -> None:
-            try:
-                await session.provider.warm()
-            except Exception as exc:  # the first prompt reports it, with its cause
-                log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
+        from talaria.agent.providers.configured import warm_sdk
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(sdk)
+            tg.start_soon(warm_sdk, session.provider)
             await anyio.lowlevel.checkpoint()  # its thread starts before the kernel's fork
             if self.prestart and self.warm_after_answer and self.sessions.get(session.id) is session:
                 prestart(session)
@@ -256,10 +253,9 @@ class SessionHost:
         if self.editor:  # no model, no session: nothing else is built
             provider = provider or self.provider(model, config)
         if self.editor and opening.mode is None:
-            from talaria.agent.permissions import MODES
+            from talaria.agent.modes import editor_mode
 
-            # `bypass` (TALARIA_MODE) is for headless runs: editors ask.
-            opening = replace(opening, mode=config.mode if config.mode in MODES else "default")
+            opening = replace(opening, mode=editor_mode(config.mode))
         workspace = self._workspace(config, opening, environment)
         door = self.doors.door(opening.session_id, workspace)
         session = None

@@ -4,12 +4,15 @@ that request's error), without the session machinery."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from talaria.agent.providers.base import Provider
 
 if TYPE_CHECKING:
     from talaria.agent.config import Config
+
+log = logging.getLogger(__name__)
 
 
 def make_provider(config: Config, model: str | None = None) -> Provider:
@@ -30,3 +33,12 @@ def make_provider(config: Config, model: str | None = None) -> Provider:
     return create_retrying_provider(
         chosen, list(config.fallback_models), providers=config.providers, env=config.provider_env()
     )
+
+
+async def warm_sdk(provider: Provider) -> None:
+    """Load `provider`'s SDK ahead of its first call (in a worker thread); a failure is left
+    for that call to report, with its cause."""
+    try:
+        await provider.warm()
+    except Exception as exc:
+        log.info("could not load the model's SDK ahead of the first prompt: %s", exc)
